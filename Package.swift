@@ -1,0 +1,42 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "jambridge",
+    products: [
+        .executable(name: "jambridge", targets: ["jambridge"]),
+        .library(name: "MIDI", targets: ["MIDI"]),
+        .library(name: "Routing", targets: ["Routing"]),
+        .library(name: "JamBridge", targets: ["JamBridge"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        // The MIDI 1.0 model, byte-stream parser/encoder and Standard MIDI Files. Stdlib only.
+        .target(name: "MIDI"),
+        // Route files (YAML) -> compiled route graph -> router. No I/O, no clock.
+        .target(name: "Routing", dependencies: ["MIDI", .product(name: "Yams", package: "Yams")]),
+        // Assembly: endpoints from the config, engine loop, lifecycle, logging.
+        .target(name: "JamBridge", dependencies: [
+            "MIDI", "Routing",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "jambridge", dependencies: [
+            "JamBridge",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "MIDITests", dependencies: [
+            "MIDI", .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "RoutingTests", dependencies: [
+            "MIDI", "Routing", .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "JamBridge"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
