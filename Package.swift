@@ -37,6 +37,8 @@ let package = Package(
             "MIDI", "Routing", .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "JamBridge"]),
+        // Man pages and README: lint and consistency with the shipped files.
+        .testTarget(name: "DocumentationTests"),
     ],
     swiftLanguageModes: [.v6]
 )
