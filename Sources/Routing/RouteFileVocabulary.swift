@@ -1,0 +1,97 @@
+import MIDI
+
+/// The words a route file may use, in one place so messages and the loader agree.
+enum RouteFileVocabulary {
+    /// Top-level keys this version reads.
+    static let topLevelKeys = ["endpoints", "routes"]
+    /// Top-level keys reserved for features a later version adds.
+    static let reservedTopLevelKeys = ["session", "activity", "clock", "drums"]
+    /// Keys of an endpoint's mapping.
+    static let endpointKeys = ["file", "loop", "record"]
+    /// Endpoint types reserved for adapters a later version adds.
+    static let reservedEndpointKeys = ["alsa", "osc"]
+    /// Keys of a route, in the order their stages run (after `from` and `to`).
+    static let routeKeys = ["from", "to", "only", "except", "channels", "notes", "convert", "cc", "cc-range",
+                            "transpose", "velocity", "channel"]
+    /// Route keys reserved for features a later version adds.
+    static let reservedRouteKeys = ["osc"]
+    /// Keys of a `convert:` entry.
+    static let convertKeys = ["from", "to"]
+    /// Keys of a `cc-range:` entry.
+    static let controllerRangeKeys = ["from", "to", "curve"]
+    /// Keys of a `velocity:` mapping.
+    static let velocityKeys = ["scale", "fixed", "curve", "from", "to"]
+    /// The endpoint name reserved for the RTP-MIDI session.
+    static let sessionEndpointName = "session"
+
+    /// Message kinds by the names `only:` and `except:` use, in the order messages list them.
+    static let messageKinds: [(name: String, kinds: MIDIMessageKinds)] = [
+        ("note", [MIDIMessageKinds(.noteOn), MIDIMessageKinds(.noteOff)]),
+        ("poly-pressure", MIDIMessageKinds(.polyPressure)),
+        ("cc", MIDIMessageKinds(.controlChange)),
+        ("program", MIDIMessageKinds(.programChange)),
+        ("pressure", MIDIMessageKinds(.channelPressure)),
+        ("pitchbend", MIDIMessageKinds(.pitchBend)),
+        ("sysex", MIDIMessageKinds(.sysEx)),
+        ("mtc", MIDIMessageKinds(.mtcQuarterFrame)),
+        ("song-position", MIDIMessageKinds(.songPosition)),
+        ("song-select", MIDIMessageKinds(.songSelect)),
+        ("tune-request", MIDIMessageKinds(.tuneRequest)),
+        ("clock", MIDIMessageKinds(.timingClock)),
+        ("start", MIDIMessageKinds(.start)),
+        ("continue", MIDIMessageKinds(.continue)),
+        ("stop", MIDIMessageKinds(.stop)),
+        ("active-sensing", MIDIMessageKinds(.activeSensing)),
+        ("reset", MIDIMessageKinds(.systemReset)),
+        ("transport", [MIDIMessageKinds(.start), MIDIMessageKinds(.continue), MIDIMessageKinds(.stop),
+                       MIDIMessageKinds(.songPosition)]),
+        ("realtime", [MIDIMessageKinds(.timingClock), MIDIMessageKinds(.start), MIDIMessageKinds(.continue),
+                      MIDIMessageKinds(.stop), MIDIMessageKinds(.activeSensing), MIDIMessageKinds(.systemReset)]),
+        ("channel", channelVoiceKinds),
+        ("system", MIDIMessageKinds.all.subtracting(channelVoiceKinds)),
+    ]
+
+    /// Every channel voice message kind.
+    static let channelVoiceKinds: MIDIMessageKinds = [
+        MIDIMessageKinds(.noteOn), MIDIMessageKinds(.noteOff), MIDIMessageKinds(.polyPressure),
+        MIDIMessageKinds(.controlChange), MIDIMessageKinds(.programChange), MIDIMessageKinds(.channelPressure),
+        MIDIMessageKinds(.pitchBend),
+    ]
+
+    /// The message kinds called `name`, or nil if no kind or group has that name.
+    static func messageKinds(named name: String) -> MIDIMessageKinds? {
+        messageKinds.first { $0.name == name }?.kinds
+    }
+
+    /// The names `only:` and `except:` accept, for messages.
+    static var messageKindNames: [String] { messageKinds.map(\.name) }
+
+    /// The closest of `candidates` to `word` if it is near enough to be a likely typo.
+    static func closest(to word: String, in candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, editDistance(word, $0)) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
+        return best.1 <= max(1, word.count / 3) ? best.0 : nil
+    }
+
+    /// `list` written as `'a', 'b', 'c'` for a message.
+    static func quoted(_ list: [String]) -> String {
+        list.map { "'\($0)'" }.joined(separator: ", ")
+    }
+
+    /// The Levenshtein distance between `a` and `b`, in characters.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}
