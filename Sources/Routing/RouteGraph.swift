@@ -1,0 +1,49 @@
+import MIDI
+
+/// One route as the router runs it: endpoint IDs instead of names, stages in their fixed order.
+public struct CompiledRoute: Sendable {
+    /// The endpoints whose messages enter the route (merged).
+    public var sources: [EndpointID]
+    /// The endpoints that receive what leaves the route (fan-out).
+    public var sinks: [EndpointID]
+    /// The stages, applied in order.
+    public var stages: [any RouteStage]
+
+    /// A route from `sources` to `sinks` through `stages`.
+    public init(sources: [EndpointID], sinks: [EndpointID], stages: [any RouteStage]) {
+        self.sources = sources
+        self.sinks = sinks
+        self.stages = stages
+    }
+}
+
+/// The compiled routes, indexed by source so dispatch touches only the routes that read an event.
+public struct RouteGraph: Sendable {
+    /// The routes, as given.
+    public let routes: [CompiledRoute]
+    /// Endpoint IDs range over 0..<endpointCount.
+    public let endpointCount: Int
+    /// For each source index, the indices of the routes reading it.
+    let routesBySource: [[Int]]
+    /// For each endpoint index, true if some route delivers to it.
+    let isSink: [Bool]
+
+    /// A graph of `routes` over endpoints 0..<endpointCount; IDs outside that range are ignored.
+    public init(routes: [CompiledRoute], endpointCount: Int) {
+        let count = max(0, min(endpointCount, Int(UInt16.max)))
+        self.endpointCount = count
+        self.routes = routes.map { route in
+            CompiledRoute(sources: route.sources.filter { Int($0.index) < count },
+                          sinks: route.sinks.filter { Int($0.index) < count },
+                          stages: route.stages)
+        }
+        var bySource = Array(repeating: [Int](), count: count)
+        var isSink = Array(repeating: false, count: count)
+        for (index, route) in self.routes.enumerated() {
+            for source in Set(route.sources) { bySource[Int(source.index)].append(index) }
+            for sink in route.sinks { isSink[Int(sink.index)] = true }
+        }
+        routesBySource = bySource
+        self.isSink = isSink
+    }
+}

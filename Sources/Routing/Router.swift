@@ -1,0 +1,165 @@
+import MIDI
+
+/// What the router has counted since it was made.
+public struct RouterCounters: Hashable, Sendable {
+    /// Messages handed to sinks.
+    public var delivered = 0
+    /// Messages a route's stages dropped.
+    public var droppedByStages = 0
+    /// Note-ons and pedal presses dropped because the held table was full.
+    public var heldTableFull = 0
+    /// Note-offs and pedal releases for which nothing had been turned on (nothing sent).
+    public var unmatchedReleases = 0
+    /// Events from an endpoint ID outside the graph.
+    public var unknownSource = 0
+}
+
+/// Sends events through the route graph to sinks and guarantees no note or pedal is left hanging:
+/// releases never run through stages but go exactly where their note-on or press went.
+///
+/// Confined to one thread (the engine's). `dispatch` allocates nothing for non-SysEx messages:
+/// all tables are allocated when the router is made (or grown on a reload).
+public final class Router {
+    /// The routes in force.
+    public private(set) var graph: RouteGraph
+    /// What has been counted.
+    public private(set) var counters = RouterCounters()
+
+    private var held: HeldTable
+
+    /// A router over `graph` able to track `heldCapacity` sounding outputs at once.
+    public init(graph: RouteGraph, heldCapacity: Int = 4096) {
+        self.graph = graph
+        held = HeldTable(endpointCount: graph.endpointCount, capacity: heldCapacity)
+    }
+
+    /// Routes `event` to its sinks, calling `deliver` once per (sink, message).
+    public func dispatch(_ event: MIDIEvent, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+        let source = Int(event.source.index)
+        guard source < graph.endpointCount else {
+            counters.unknownSource += 1
+            return
+        }
+        switch event.message {
+        case .noteOff(let channel, let note, let velocity):
+            releaseInput(source: source, channel: channel, slot: Int(note.value), velocity: velocity, deliver)
+        case .noteOn(let channel, let note, let velocity) where velocity.value == 0:
+            releaseInput(source: source, channel: channel, slot: Int(note.value), velocity: .zero, deliver)
+        case .noteOn(let channel, let note, _):
+            let key = held.inputKey(source: source, channel: channel, slot: Int(note.value))
+            if held.isHeld(key) { releaseKey(key, velocity: .zero, deliver) }
+            routeHolding(event.message, source: source, key: key, repeated: false, deliver)
+        case .controlChange(let channel, let controller, let value) where HeldTable.pedalSlot(controller) != nil:
+            let slot = HeldTable.pedalSlot(controller) ?? 0
+            if value.value < 64 {
+                releaseInput(source: source, channel: channel, slot: slot, velocity: .zero, deliver)
+            } else {
+                let key = held.inputKey(source: source, channel: channel, slot: slot)
+                routeHolding(event.message, source: source, key: key, repeated: held.isHeld(key), deliver)
+            }
+        case .polyPressure(let channel, let note, let pressure):
+            let key = held.inputKey(source: source, channel: channel, slot: Int(note.value))
+            held.forEachOutput(of: key) { sink, outChannel, outSlot in
+                guard outSlot < 128 else { return }
+                counters.delivered += 1
+                deliver(EndpointID(UInt16(sink)), .polyPressure(channel: outChannel, note: UInt7(masking: UInt8(outSlot)), pressure: pressure))
+            }
+        default:
+            for routeIndex in graph.routesBySource[source] {
+                var message = event.message
+                guard passes(&message, route: routeIndex) else { continue }
+                for sink in graph.routes[routeIndex].sinks {
+                    counters.delivered += 1
+                    deliver(sink, message)
+                }
+            }
+        }
+    }
+
+    /// Releases every note and pedal `source` holds (it went away, or a song looped or ended).
+    public func release(source: EndpointID, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+        let index = Int(source.index)
+        guard index < held.endpointCount else { return }
+        for channel in 0..<16 {
+            for slot in 0..<HeldTable.slotsPerChannel {
+                let key = held.inputKey(source: index, channel: UInt4(masking: UInt8(channel)), slot: slot)
+                if held.isHeld(key) { releaseKey(key, velocity: .zero, deliver) }
+            }
+        }
+    }
+
+    /// Releases every note and pedal held by any source (shutdown).
+    public func releaseAll(_ deliver: (EndpointID, MIDIMessage) -> Void) {
+        for source in 0..<held.endpointCount { release(source: EndpointID(UInt16(source)), deliver) }
+    }
+
+    /// Puts `newGraph` in force. Held notes survive and are released later along the paths their
+    /// note-ons took; outputs on endpoints that no route of `newGraph` delivers to are released now.
+    public func replace(graph newGraph: RouteGraph, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+        held.grow(endpointCount: newGraph.endpointCount)
+        for sink in 0..<held.endpointCount where sink >= newGraph.endpointCount || !newGraph.isSink[sink] {
+            held.removeOutputs(toSink: sink) { channel, slot in
+                counters.delivered += 1
+                deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: .zero))
+            }
+        }
+        graph = newGraph
+    }
+
+    /// Runs `message` through the route's stages; false if a stage dropped it.
+    private func passes(_ message: inout MIDIMessage, route: Int) -> Bool {
+        for stage in graph.routes[route].stages where !stage.apply(&message) {
+            counters.droppedByStages += 1
+            return false
+        }
+        return true
+    }
+
+    /// Routes a note-on or pedal press, recording every output that is still a note-on or pedal press.
+    private func routeHolding(_ input: MIDIMessage, source: Int, key: Int, repeated: Bool,
+                              _ deliver: (EndpointID, MIDIMessage) -> Void) {
+        for routeIndex in graph.routesBySource[source] {
+            var message = input
+            guard passes(&message, route: routeIndex) else { continue }
+            let output = HeldTable.heldOutput(of: message)
+            for sink in graph.routes[routeIndex].sinks {
+                if let (channel, slot) = output {
+                    let sinkIndex = Int(sink.index)
+                    if repeated && held.hasOutput(key: key, sink: sinkIndex, channel: channel, slot: slot) {
+                        // A pedal moving between 64 and 127: already recorded, just pass the value on.
+                    } else if !held.record(key: key, sink: sinkIndex, channel: channel, slot: slot) {
+                        counters.heldTableFull += 1
+                        continue
+                    }
+                }
+                counters.delivered += 1
+                deliver(sink, message)
+            }
+        }
+    }
+
+    /// Releases what the input (source, channel, slot) turned on, or counts an unmatched release.
+    private func releaseInput(source: Int, channel: UInt4, slot: Int, velocity: UInt7,
+                              _ deliver: (EndpointID, MIDIMessage) -> Void) {
+        let key = held.inputKey(source: source, channel: channel, slot: slot)
+        guard held.isHeld(key) else {
+            counters.unmatchedReleases += 1
+            return
+        }
+        releaseKey(key, velocity: velocity, deliver)
+    }
+
+    private func releaseKey(_ key: Int, velocity: UInt7, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+        held.removeOutputs(of: key) { sink, channel, slot in
+            counters.delivered += 1
+            deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: velocity))
+        }
+    }
+
+    /// The message releasing an output slot: a note-off, or a pedal controller set to 0.
+    private static func release(channel: UInt4, slot: Int, velocity: UInt7) -> MIDIMessage {
+        slot < 128
+            ? .noteOff(channel: channel, note: UInt7(masking: UInt8(slot)), velocity: velocity)
+            : .controlChange(channel: channel, controller: UInt7(masking: UInt8(slot - 128)), value: .zero)
+    }
+}
