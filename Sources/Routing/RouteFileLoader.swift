@@ -1,0 +1,817 @@
+import Foundation
+import MIDI
+import Yams
+
+/// A `from:` or `to:` entry naming an endpoint, checked once every file's endpoints are known.
+struct EndpointReference {
+    /// Which side of a route the name is on.
+    enum Role { case source, sink }
+
+    /// The endpoint name as written.
+    var name: String
+    /// Where the name is written.
+    var location: SourceLocation
+    /// Whether the route reads from it or writes to it.
+    var role: Role
+
+    /// What is wrong with this reference given the declared endpoints, or nil if it is fine.
+    func problem(endpoints: [EndpointDeclaration], index: [String: Int], declaredNames: [String]) -> String? {
+        guard let position = index[name] else {
+            if name == RouteFileVocabulary.sessionEndpointName {
+                return "the 'session' endpoint is not supported by this version yet (it comes with network sessions)"
+            }
+            guard !declaredNames.isEmpty else {
+                return "unknown endpoint '\(name)'; no endpoints are declared (add them under 'endpoints:')"
+            }
+            let hint = RouteFileVocabulary.closest(to: name, in: declaredNames).map { "did you mean '\($0)'? " } ?? ""
+            return "unknown endpoint '\(name)'; \(hint)declared endpoints: \(declaredNames.joined(separator: ", "))"
+        }
+        let endpoint = endpoints[position]
+        switch role {
+        case .source where !endpoint.canSend:
+            return "'\(name)' is a recorder and cannot send; use it in 'to:', not 'from:'"
+        case .sink where !endpoint.canReceive:
+            return "'\(name)' is a MIDI file player and cannot receive; use it in 'from:', not 'to:'"
+        default:
+            return nil
+        }
+    }
+}
+
+/// A route as read from one file, before its endpoint names are checked against all files.
+struct PendingRoute {
+    /// The `from:` names.
+    var from: [EndpointReference]
+    /// The `to:` names.
+    var to: [EndpointReference]
+    /// The stages in their fixed order.
+    var stages: [any RouteStage]
+    /// Where the route's mapping starts.
+    var location: SourceLocation
+    /// False if anything in the route was reported as a mistake.
+    var isValid: Bool
+}
+
+/// One route file read and checked on its own: its endpoints, routes and mistakes.
+struct RouteFileDocument {
+    /// The file's path as given.
+    let file: String
+    /// Every mistake found in this file, in the order found.
+    private(set) var errors: [RouteFileError] = []
+    /// The endpoints declared in this file, in order.
+    private(set) var endpoints: [EndpointDeclaration] = []
+    /// The routes declared in this file, in order.
+    private(set) var routes: [PendingRoute] = []
+    /// The directory relative paths in the file are resolved against.
+    private let directory: URL
+
+    /// Reads and checks the route file at `file`; a file that cannot be read is one error at 1:1.
+    init(readingFile file: String) {
+        self.file = file
+        directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+        let data: Data
+        switch Self.contents(of: file) {
+        case .success(let contents):
+            data = contents
+        case .failure(let reason):
+            fail(at: SourceLocation(file: file, line: 1, column: 1), "cannot read the route file: \(reason.text)")
+            return
+        }
+        guard let yaml = String(validating: data, as: UTF8.self) else {
+            fail(at: SourceLocation(file: file, line: 1, column: 1), "the route file is not UTF-8 text")
+            return
+        }
+        parse(yaml)
+    }
+
+    /// Checks `yaml` as the route file called `file`.
+    init(yaml: String, file: String) {
+        self.file = file
+        directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+        parse(yaml)
+    }
+
+    /// Why a file could not be read, in the operating system's words.
+    private struct ReadFailure: Error {
+        /// The operating system's reason, such as "No such file or directory".
+        var text: String
+    }
+
+    /// The bytes of `file`, or the operating system's reason it cannot be read.
+    private static func contents(of file: String) -> Result<Data, ReadFailure> {
+        let descriptor = open(file, O_RDONLY)
+        guard descriptor >= 0 else { return .failure(ReadFailure(text: String(cString: strerror(errno)))) }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            return .success(try handle.readToEnd() ?? Data())
+        } catch {
+            let nsError = error as NSError
+            let posixError = nsError.domain == NSPOSIXErrorDomain
+                ? nsError : nsError.userInfo[NSUnderlyingErrorKey] as? NSError
+            let code = posixError.flatMap { $0.domain == NSPOSIXErrorDomain ? Int32(exactly: $0.code) : nil }
+            return .failure(ReadFailure(text: code.map { String(cString: strerror($0)) } ?? nsError.localizedDescription))
+        }
+    }
+
+    // MARK: - The document
+
+    /// Parses the YAML, then walks the top-level mapping.
+    private mutating func parse(_ yaml: String) {
+        let foundTabs = reportTabIndentation(in: yaml)
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch {
+            // A tab in the indentation is what libyaml stumbles over; its own message would only repeat it.
+            if !foundTabs { reportSyntaxError(error, in: yaml) }
+            return
+        }
+        guard let root, !Self.isEmpty(root) else {
+            fail(at: SourceLocation(file: file, line: 1, column: 1),
+                 "the route file is empty; write a mapping with 'endpoints:' and 'routes:'")
+            return
+        }
+        guard let mapping = root.mapping else {
+            fail(root, "a route file is a mapping with the keys 'endpoints' and 'routes', not \(Self.describe(root))")
+            return
+        }
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { continue }
+            switch key {
+            case "endpoints":
+                readEndpoints(value)
+            case "routes":
+                readRoutes(value)
+            case _ where RouteFileVocabulary.reservedTopLevelKeys.contains(key):
+                fail(keyNode, "'\(key)' is not supported by this version yet; this version reads 'endpoints' and 'routes'")
+            default:
+                let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
+                    .map { "did you mean '\($0)'? " } ?? ""
+                fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are 'endpoints' and 'routes'")
+            }
+        }
+    }
+
+    /// Reports every tab in a line's indentation; returns true if there was one.
+    private mutating func reportTabIndentation(in yaml: String) -> Bool {
+        var found = false
+        var line = 1
+        var column = 1
+        var inIndentation = true
+        for scalar in yaml.unicodeScalars {
+            if scalar == "\n" {
+                line += 1
+                column = 1
+                inIndentation = true
+                continue
+            }
+            if inIndentation && scalar == "\t" {
+                fail(at: SourceLocation(file: file, line: line, column: column),
+                     "tab in the indentation; YAML indents with spaces only")
+                found = true
+                inIndentation = false
+            } else if scalar != " " && scalar != "-" {
+                inIndentation = false
+            }
+            column += 1
+        }
+        return found
+    }
+
+    /// Turns a Yams error into a located message.
+    private mutating func reportSyntaxError(_ error: any Error, in yaml: String) {
+        let start = SourceLocation(file: file, line: 1, column: 1)
+        guard let yamlError = error as? YamlError else {
+            fail(at: start, "not valid YAML: \(error)")
+            return
+        }
+        switch yamlError {
+        case .scanner(let context, let problem, let mark, _),
+             .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            let whileParsing = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
+            fail(at: location(mark), "not valid YAML: \(problem)\(whileParsing)")
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            fail(at: location(context.mark),
+                 "key \(RouteFileVocabulary.quoted(duplicates)) is written more than once in the same mapping; keep one")
+        case .reader(let problem, let offset, _, _):
+            fail(at: offset.map { Self.location(ofCharacter: $0, in: yaml, file: file) } ?? start,
+                 "not readable as YAML text: \(problem)")
+        default:
+            fail(at: start, "not valid YAML: \(yamlError)")
+        }
+    }
+
+    /// The line and column of the character at `offset` in `text`.
+    private static func location(ofCharacter offset: Int, in text: String, file: String) -> SourceLocation {
+        var line = 1
+        var column = 1
+        for character in text.prefix(offset) {
+            if character == "\n" { line += 1; column = 1 } else { column += 1 }
+        }
+        return SourceLocation(file: file, line: line, column: column)
+    }
+
+    // MARK: - Endpoints
+
+    /// Reads the `endpoints:` mapping.
+    private mutating func readEndpoints(_ node: Node) {
+        if Self.isEmpty(node) { return }
+        guard let mapping = node.mapping else {
+            fail(node, "'endpoints' is a mapping of names to endpoints, such as 'song: { file: demo.mid }', "
+                 + "not \(Self.describe(node))")
+            return
+        }
+        for (nameNode, value) in mapping {
+            guard let name = scalarKey(nameNode) else { continue }
+            guard !name.isEmpty else {
+                fail(nameNode, "an endpoint needs a name")
+                continue
+            }
+            if name == RouteFileVocabulary.sessionEndpointName {
+                fail(nameNode, "'session' is the reserved name of the network session endpoint; choose another name")
+                continue
+            }
+            if let kind = readEndpointKind(name: name, nameNode: nameNode, value) {
+                endpoints.append(EndpointDeclaration(name: name, kind: kind, location: location(nameNode)))
+            }
+        }
+    }
+
+    /// Reads one endpoint's mapping, or reports why it is not an endpoint.
+    private mutating func readEndpointKind(name: String, nameNode: Node, _ node: Node) -> EndpointKind? {
+        let usage = "'file: PATH' (play a MIDI file) or 'record: PATH' (record to a MIDI file)"
+        guard let mapping = node.mapping else {
+            fail(Self.isEmpty(node) ? nameNode : node, "endpoint '\(name)' needs a mapping with \(usage)")
+            return nil
+        }
+        var filePath: String??
+        var recordPath: String??
+        var loop: Bool? = false
+        var loopKey: Node?
+        var valid = true
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { valid = false; continue }
+            switch key {
+            case "file":
+                filePath = readPath(value, key: keyNode)
+                if recordPath != nil {
+                    fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
+                    valid = false
+                }
+            case "record":
+                recordPath = readPath(value, key: keyNode)
+                if filePath != nil {
+                    fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
+                    valid = false
+                }
+            case "loop":
+                loopKey = keyNode
+                loop = readBool(value, key: "loop")
+            case _ where RouteFileVocabulary.reservedEndpointKeys.contains(key):
+                fail(keyNode, "'\(key)' endpoints are not supported by this version yet; use \(usage)")
+                valid = false
+            default:
+                failUnknownKey(keyNode, key, known: RouteFileVocabulary.endpointKeys, in: "an endpoint")
+                valid = false
+            }
+        }
+        if let loopKey, filePath == nil {
+            fail(loopKey, "'loop' applies to 'file' endpoints only")
+            valid = false
+        }
+        guard valid, let loop else { return nil }
+        switch (filePath, recordPath) {
+        case (.some(.some(let path)), nil):
+            return .midiFile(path: path, loop: loop)
+        case (nil, .some(.some(let path))):
+            return .recorder(path: path)
+        case (nil, nil):
+            fail(nameNode, "endpoint '\(name)' needs \(usage)")
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// A path relative to the route file's directory, made absolute; nil (reported) if empty.
+    private mutating func readPath(_ node: Node, key: Node) -> String? {
+        guard let text = node.scalar?.string, !text.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node, "empty path; write the MIDI file's path, relative to this route file")
+            return nil
+        }
+        if text.hasPrefix("/") { return URL(fileURLWithPath: text).standardizedFileURL.path }
+        return directory.appendingPathComponent(text).standardizedFileURL.path
+    }
+
+    // MARK: - Routes
+
+    /// Reads the `routes:` list.
+    private mutating func readRoutes(_ node: Node) {
+        if Self.isEmpty(node) { return }
+        guard let sequence = node.sequence else {
+            fail(node, "'routes' is a list of routes, each starting with '- from:', not \(Self.describe(node))")
+            return
+        }
+        routes.reserveCapacity(sequence.count)
+        for item in sequence {
+            guard let mapping = item.mapping else {
+                fail(item, "a route is a mapping with 'from:' and 'to:', not \(Self.describe(item))")
+                continue
+            }
+            readRoute(mapping, at: item)
+        }
+    }
+
+    /// Reads one route: endpoints, then each stage key in the fixed stage order.
+    private mutating func readRoute(_ mapping: Node.Mapping, at node: Node) {
+        let errorsBefore = errors.count
+        var values: [String: (key: Node, value: Node)] = [:]
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { continue }
+            if RouteFileVocabulary.routeKeys.contains(key) {
+                values[key] = (keyNode, value)
+            } else if RouteFileVocabulary.reservedRouteKeys.contains(key) {
+                fail(keyNode, "'\(key)' in a route is not supported by this version yet")
+            } else {
+                failUnknownKey(keyNode, key, known: RouteFileVocabulary.routeKeys, in: "a route")
+            }
+        }
+        let from = values["from"].map { readReferences($0.value, key: $0.key, role: .source) } ?? []
+        if values["from"] == nil {
+            fail(node, "a route from nowhere: add 'from:' with an endpoint name or a list of names")
+        }
+        let to = values["to"].map { readReferences($0.value, key: $0.key, role: .sink) } ?? []
+        if values["to"] == nil {
+            fail(node, "a route to nowhere: add 'to:' with an endpoint name or a list of names")
+        }
+
+        var stages: [any RouteStage] = []
+        if let only = values["only"], let except = values["except"] {
+            let later = Self.position(of: only.key) < Self.position(of: except.key) ? except.key : only.key
+            fail(later, "'only' and 'except' together: use one of them")
+        } else if let only = values["only"], let kinds = readKinds(only.value, key: only.key, name: "only") {
+            stages.append(KindFilter(passing: kinds))
+        } else if let except = values["except"], let kinds = readKinds(except.value, key: except.key, name: "except") {
+            stages.append(KindFilter(passing: MIDIMessageKinds.all.subtracting(kinds)))
+        }
+        if let channels = values["channels"], let set = readChannels(channels.value) {
+            stages.append(ChannelFilter(channels: set))
+        }
+        if let notes = values["notes"], let range = readNoteRange(notes.value) {
+            stages.append(NoteRangeFilter(range: range))
+        }
+        if let convert = values["convert"] {
+            for (from, to) in readConversions(convert.value) {
+                stages.append(KindConversion(from: from, to: to))
+            }
+        }
+        if let renumber = values["cc"], let mapping = readControllerMapping(renumber.value) {
+            stages.append(ControllerRenumber(mapping: mapping))
+        }
+        if let ranges = values["cc-range"] {
+            for (controller, curve) in readControllerRanges(ranges.value) {
+                stages.append(ControllerRange(controller: controller, curve: curve))
+            }
+        }
+        if let transpose = values["transpose"], let semitones = readTranspose(transpose.value) {
+            stages.append(Transpose(semitones: semitones))
+        }
+        if let velocity = values["velocity"], let stage = readVelocity(velocity.value, key: velocity.key) {
+            stages.append(stage)
+        }
+        if let channel = values["channel"], let mapping = readChannelRemap(channel.value) {
+            stages.append(ChannelRemap(mapping: mapping))
+        }
+        routes.append(PendingRoute(from: from, to: to, stages: stages, location: location(node),
+                                   isValid: errors.count == errorsBefore))
+    }
+
+    /// The names in a `from:` or `to:` value: one name or a list of names.
+    private mutating func readReferences(_ node: Node, key: Node, role: EndpointReference.Role) -> [EndpointReference] {
+        let side = role == .source ? "from" : "to"
+        let items = node.sequence.map(Array.init) ?? [node]
+        if items.isEmpty || Self.isEmpty(node) {
+            let what = role == .source ? "a route from nowhere" : "a route to nowhere"
+            fail(Self.isEmpty(node) ? key : node, "\(what): '\(side)' needs an endpoint name or a list of names")
+            return []
+        }
+        var references: [EndpointReference] = []
+        for item in items {
+            guard let name = item.scalar?.string, !name.isEmpty else {
+                fail(item, "'\(side)' lists endpoint names, not \(Self.describe(item))")
+                continue
+            }
+            references.append(EndpointReference(name: name, location: location(item), role: role))
+        }
+        return references
+    }
+
+    /// The kinds named by an `only:` or `except:` value: one name or a list.
+    private mutating func readKinds(_ node: Node, key: Node, name: String) -> MIDIMessageKinds? {
+        let items = node.sequence.map(Array.init) ?? [node]
+        if items.isEmpty || Self.isEmpty(node) {
+            fail(Self.isEmpty(node) ? key : node, "'\(name)' needs at least one message kind: "
+                 + RouteFileVocabulary.messageKindNames.joined(separator: ", "))
+            return nil
+        }
+        var kinds: MIDIMessageKinds = []
+        var valid = true
+        for item in items {
+            guard let word = item.scalar?.string,
+                  let named = RouteFileVocabulary.messageKinds(named: word) else {
+                let word = item.scalar?.string ?? Self.describe(item)
+                let hint = RouteFileVocabulary.closest(to: word, in: RouteFileVocabulary.messageKindNames)
+                    .map { "did you mean '\($0)'? " } ?? ""
+                fail(item, "unknown message kind '\(word)'; \(hint)the kinds are "
+                     + RouteFileVocabulary.messageKindNames.joined(separator: ", "))
+                valid = false
+                continue
+            }
+            kinds.formUnion(named)
+        }
+        return valid ? kinds : nil
+    }
+
+    /// The input channels of `channels:` (written 1-16), as wire channels.
+    private mutating func readChannels(_ node: Node) -> Set<UInt4>? {
+        let items = node.sequence.map(Array.init) ?? [node]
+        if items.isEmpty || Self.isEmpty(node) {
+            fail(node, "'channels' needs at least one channel, 1-16")
+            return nil
+        }
+        var channels = Set<UInt4>()
+        var valid = true
+        for item in items {
+            if let channel = readChannel(item) { channels.insert(channel) } else { valid = false }
+        }
+        return valid ? channels : nil
+    }
+
+    /// One channel written 1-16, as a wire channel 0-15.
+    private mutating func readChannel(_ node: Node) -> UInt4? {
+        guard let number = readInteger(node, what: "a channel", range: "1-16") else { return nil }
+        guard (1...16).contains(number), let channel = UInt4(number - 1) else {
+            fail(node, "channel \(number) does not exist; channels are 1-16")
+            return nil
+        }
+        return channel
+    }
+
+    /// The range of a `notes:` value: `LOW..HIGH` or one note, as numbers or names.
+    private mutating func readNoteRange(_ node: Node) -> ClosedRange<UInt7>? {
+        guard let text = node.scalar?.string, !text.isEmpty else {
+            fail(node, "'notes' needs a note range such as C2..B3 or 36..59")
+            return nil
+        }
+        let parts = text.components(separatedBy: "..")
+        guard parts.count <= 2 else {
+            fail(node, "'\(text)' is not a note range; write LOW..HIGH, such as C2..B3 or 36..59")
+            return nil
+        }
+        let notes = parts.map { Self.note($0.trimmingCharacters(in: .whitespaces)) }
+        for (part, note) in zip(parts, notes) where note == nil {
+            fail(node, "'\(part)' is not a note; write a number 0-127 or a name such as C4, F#3 or Bb2 (C4 = 60)")
+        }
+        guard let low = notes.first ?? nil, let high = notes.last ?? nil else { return nil }
+        guard low <= high else {
+            fail(node, "the note range \(text) goes down; write the low note first: \(parts[1])..\(parts[0])")
+            return nil
+        }
+        return low...high
+    }
+
+    /// A note written as a number 0-127 or a name (C4 = 60).
+    private static func note(_ text: String) -> UInt7? {
+        if let number = Int(text) { return UInt7(number) }
+        return NoteName.parse(text)
+    }
+
+    /// The conversions of a `convert:` value: one `{ from: KIND, to: KIND }` or a list of them.
+    private mutating func readConversions(_ node: Node) -> [(ConvertibleKind, ConvertibleKind)] {
+        let items = node.sequence.map(Array.init) ?? [node]
+        var conversions: [(ConvertibleKind, ConvertibleKind)] = []
+        for item in items {
+            guard let mapping = item.mapping else {
+                fail(item, "'convert' needs a mapping such as { from: pressure, to: { cc: 1 } }")
+                continue
+            }
+            var from: (kind: ConvertibleKind, name: String)?
+            var to: (kind: ConvertibleKind, name: String)?
+            var sawFrom = false, sawTo = false
+            for (keyNode, value) in mapping {
+                guard let key = scalarKey(keyNode) else { continue }
+                switch key {
+                case "from": sawFrom = true; from = readConvertibleKind(value)
+                case "to": sawTo = true; to = readConvertibleKind(value)
+                default: failUnknownKey(keyNode, key, known: RouteFileVocabulary.convertKeys, in: "'convert'")
+                }
+            }
+            if !sawFrom || !sawTo {
+                fail(item, "'convert' needs both 'from' and 'to', such as { from: pressure, to: { cc: 1 } }")
+                continue
+            }
+            guard let from, let to else { continue }
+            guard from.name != to.name else {
+                fail(item, "converting \(from.name) to \(to.name) changes nothing; convert to another kind")
+                continue
+            }
+            conversions.append((from.kind, to.kind))
+        }
+        return conversions
+    }
+
+    /// One kind a conversion reads or writes: pressure, pitchbend, program or `{ cc: N }`.
+    private mutating func readConvertibleKind(_ node: Node) -> (kind: ConvertibleKind, name: String)? {
+        let usage = "write pressure, pitchbend, program or { cc: N }"
+        if let mapping = node.mapping {
+            guard mapping.count == 1, let (keyNode, value) = mapping.first, keyNode.scalar?.string == "cc" else {
+                fail(node, "not a kind to convert; \(usage)")
+                return nil
+            }
+            guard let controller = readController(value) else { return nil }
+            return (.controller(controller), "cc \(controller)")
+        }
+        switch node.scalar?.string {
+        case "pressure": return (.channelPressure, "pressure")
+        case "pitchbend": return (.pitchBend, "pitchbend")
+        case "program": return (.program, "program")
+        case "cc":
+            fail(node, "a controller to convert needs its number: { cc: N }")
+            return nil
+        default:
+            fail(node, "unknown kind '\(node.scalar?.string ?? Self.describe(node))' to convert; \(usage)")
+            return nil
+        }
+    }
+
+    /// A controller number 0-127.
+    private mutating func readController(_ node: Node) -> UInt7? {
+        guard let number = readInteger(node, what: "a controller number", range: "0-127") else { return nil }
+        guard let controller = UInt7(number) else {
+            fail(node, "controller \(number) does not exist; controllers are 0-127")
+            return nil
+        }
+        return controller
+    }
+
+    /// The `cc:` renumbering mapping, controller to controller.
+    private mutating func readControllerMapping(_ node: Node) -> [UInt7: UInt7]? {
+        guard let mapping = node.mapping, !mapping.isEmpty else {
+            fail(node, "'cc' renumbers controllers with a mapping such as { 1: 74 }")
+            return nil
+        }
+        var result: [UInt7: UInt7] = [:]
+        var valid = true
+        for (keyNode, value) in mapping {
+            guard let from = readController(keyNode), let to = readController(value) else { valid = false; continue }
+            result[from] = to
+        }
+        return valid ? result : nil
+    }
+
+    /// The `cc-range:` mapping: a value curve per controller.
+    private mutating func readControllerRanges(_ node: Node) -> [(UInt7, ValueCurve)] {
+        guard let mapping = node.mapping, !mapping.isEmpty else {
+            fail(node, "'cc-range' needs a mapping such as { 74: { from: [0, 127], to: [127, 0] } }")
+            return []
+        }
+        var ranges: [(UInt7, ValueCurve)] = []
+        for (keyNode, value) in mapping {
+            let controller = readController(keyNode)
+            guard let curveMapping = value.mapping else {
+                fail(value, "controller ranges are mappings such as { from: [0, 127], to: [127, 0], curve: 2.0 }")
+                continue
+            }
+            if let curve = readCurve(curveMapping, at: value, known: RouteFileVocabulary.controllerRangeKeys,
+                                     in: "'cc-range'"),
+               let controller {
+                ranges.append((controller, curve))
+            }
+        }
+        return ranges
+    }
+
+    /// A value curve from `from`, `to` and `curve` keys (all optional); other keys are reported.
+    private mutating func readCurve(_ mapping: Node.Mapping, at node: Node, known: [String],
+                                    in context: String) -> ValueCurve? {
+        var input = 0...127
+        var output = (low: 0, high: 127)
+        var exponent = 1.0
+        var valid = true
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { valid = false; continue }
+            switch key {
+            case "from":
+                guard let pair = readValuePair(value, key: "from") else { valid = false; continue }
+                guard pair.0 <= pair.1 else {
+                    fail(value, "the input range [\(pair.0), \(pair.1)] goes down; write [low, high] "
+                         + "and invert with 'to'")
+                    valid = false
+                    continue
+                }
+                input = pair.0...pair.1
+            case "to":
+                guard let pair = readValuePair(value, key: "to") else { valid = false; continue }
+                output = (pair.0, pair.1)
+            case "curve":
+                guard let number = readCurveExponent(value) else { valid = false; continue }
+                exponent = number
+            default:
+                failUnknownKey(keyNode, key, known: known, in: context)
+                valid = false
+            }
+        }
+        return valid ? ValueCurve(input: input, output: output, exponent: exponent) : nil
+    }
+
+    /// A `[low, high]` pair of values 0-127.
+    private mutating func readValuePair(_ node: Node, key: String) -> (Int, Int)? {
+        guard let sequence = node.sequence, sequence.count == 2 else {
+            fail(node, "'\(key)' needs two values [low, high], each 0-127")
+            return nil
+        }
+        let values = sequence.map { item -> Int? in
+            guard let number = readInteger(item, what: "a value", range: "0-127") else { return nil }
+            guard (0...127).contains(number) else {
+                fail(item, "value \(number) is out of range; values are 0-127")
+                return nil
+            }
+            return number
+        }
+        guard let low = values[0], let high = values[1] else { return nil }
+        return (low, high)
+    }
+
+    /// A curve exponent: a finite number above 0 (1 is straight).
+    private mutating func readCurveExponent(_ node: Node) -> Double? {
+        guard let number = node.scalar.flatMap({ Double($0.string) }), number.isFinite, number > 0 else {
+            fail(node, "'curve' is a number above 0 (1 is straight, 2 bends slowly up, 0.5 quickly up), "
+                 + "not '\(node.scalar?.string ?? Self.describe(node))'")
+            return nil
+        }
+        return number
+    }
+
+    /// The `transpose:` value in semitones, -127 to 127.
+    private mutating func readTranspose(_ node: Node) -> Int? {
+        guard let semitones = readInteger(node, what: "'transpose'", range: "-127 to 127 semitones") else { return nil }
+        guard (-127...127).contains(semitones) else {
+            fail(node, "transpose \(semitones) is out of range; write -127 to 127 semitones")
+            return nil
+        }
+        return semitones
+    }
+
+    /// The `velocity:` stage: `{ scale: X }`, `{ fixed: N }` or `{ curve: E, from: [..], to: [..] }`.
+    private mutating func readVelocity(_ node: Node, key: Node) -> VelocityMap? {
+        let usage = "{ scale: 0.8 }, { fixed: 100 } or { curve: 1.5, from: [0, 127], to: [20, 127] }"
+        guard let mapping = node.mapping, !mapping.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node, "'velocity' needs one of \(usage)")
+            return nil
+        }
+        let keys = mapping.keys.compactMap { $0.scalar?.string }
+        let usesCurve = keys.contains { ["curve", "from", "to"].contains($0) }
+        let forms = (keys.contains("scale") ? 1 : 0) + (keys.contains("fixed") ? 1 : 0) + (usesCurve ? 1 : 0)
+        guard forms <= 1 else {
+            fail(node, "'velocity' takes one of \(usage), not a mix")
+            return nil
+        }
+        if let value = mapping["scale"] {
+            guard let factor = value.scalar.flatMap({ Double($0.string) }), factor.isFinite, factor >= 0 else {
+                fail(value, "velocity 'scale' is a factor of 0 or more (0.8 softer, 1.2 louder), "
+                     + "not '\(value.scalar?.string ?? Self.describe(value))'")
+                return nil
+            }
+            reportUnknownKeys(mapping, except: ["scale"])
+            return VelocityMap(curve: .scale(factor))
+        }
+        if let value = mapping["fixed"] {
+            guard let number = readInteger(value, what: "a velocity", range: "1-127") else { return nil }
+            guard (1...127).contains(number), let velocity = UInt7(number) else {
+                fail(value, "fixed velocity \(number) is out of range; velocities are 1-127 (0 would be a note-off)")
+                return nil
+            }
+            reportUnknownKeys(mapping, except: ["fixed"])
+            return VelocityMap(fixed: velocity)
+        }
+        return readCurve(mapping, at: node, known: RouteFileVocabulary.velocityKeys, in: "'velocity'")
+            .map { VelocityMap(curve: $0) }
+    }
+
+    /// Reports keys of `mapping` not in `allowed`, against the velocity vocabulary.
+    private mutating func reportUnknownKeys(_ mapping: Node.Mapping, except allowed: [String]) {
+        for keyNode in mapping.keys {
+            guard let key = keyNode.scalar?.string, !allowed.contains(key),
+                  !RouteFileVocabulary.velocityKeys.contains(key) else { continue }
+            failUnknownKey(keyNode, key, known: RouteFileVocabulary.velocityKeys, in: "'velocity'")
+        }
+    }
+
+    /// The `channel:` remap: one channel (everything goes there) or a mapping of channels, written 1-16.
+    private mutating func readChannelRemap(_ node: Node) -> [UInt4: UInt4]? {
+        if let mapping = node.mapping {
+            guard !mapping.isEmpty else {
+                fail(node, "'channel' needs a channel (1-16) or a mapping such as { 1: 3 }")
+                return nil
+            }
+            var result: [UInt4: UInt4] = [:]
+            var valid = true
+            for (keyNode, value) in mapping {
+                guard let from = readChannel(keyNode), let to = readChannel(value) else { valid = false; continue }
+                result[from] = to
+            }
+            return valid ? result : nil
+        }
+        guard node.scalar != nil, !Self.isEmpty(node) else {
+            fail(node, "'channel' needs a channel (1-16) or a mapping such as { 1: 3 }")
+            return nil
+        }
+        guard let target = readChannel(node) else { return nil }
+        var result: [UInt4: UInt4] = [:]
+        for wire in UInt8(0)...15 { result[UInt4(masking: wire)] = target }
+        return result
+    }
+
+    // MARK: - Scalars and messages
+
+    /// An integer written in `node`, reported as "not a number" naming `what` and its `range` otherwise.
+    private mutating func readInteger(_ node: Node, what: String, range: String) -> Int? {
+        guard let text = node.scalar?.string, let number = Int(text) else {
+            let shown = node.scalar.map { "'\($0.string)'" } ?? Self.describe(node)
+            fail(node, "\(shown) is not a number; \(what) is \(range)")
+            return nil
+        }
+        return number
+    }
+
+    /// A yes/no value: true, false, yes, no, on or off.
+    private mutating func readBool(_ node: Node, key: String) -> Bool? {
+        switch node.scalar?.string.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default:
+            fail(node, "'\(key)' is true or false, not '\(node.scalar?.string ?? Self.describe(node))'")
+            return nil
+        }
+    }
+
+    /// The text of a mapping key, or nil (reported) if the key is a list or mapping.
+    private mutating func scalarKey(_ node: Node) -> String? {
+        guard let scalar = node.scalar else {
+            fail(node, "a key must be a plain word, not \(Self.describe(node))")
+            return nil
+        }
+        return scalar.string
+    }
+
+    /// Reports an unknown key, suggesting the closest known one or listing them all.
+    private mutating func failUnknownKey(_ node: Node, _ key: String, known: [String], in context: String) {
+        if let suggestion = RouteFileVocabulary.closest(to: key, in: known) {
+            fail(node, "unknown key '\(key)'; did you mean '\(suggestion)'?")
+        } else {
+            fail(node, "unknown key '\(key)' in \(context); the keys are \(known.joined(separator: ", "))")
+        }
+    }
+
+    /// True for a missing value: `key:` with nothing after it, `~` or `null` (not a quoted "").
+    private static func isEmpty(_ node: Node) -> Bool {
+        guard let scalar = node.scalar, scalar.style == .plain else { return false }
+        return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
+    }
+
+    /// What kind of YAML node `node` is, for messages.
+    private static func describe(_ node: Node) -> String {
+        switch node {
+        case .mapping: "a mapping"
+        case .sequence: "a list"
+        case .scalar(let scalar): "'\(scalar.string)'"
+        case .alias: "an alias"
+        }
+    }
+
+    /// A sortable position of `node`.
+    private static func position(of node: Node) -> (Int, Int) {
+        (node.mark?.line ?? 0, node.mark?.column ?? 0)
+    }
+
+    /// The location of `mark` in this file.
+    private func location(_ mark: Mark) -> SourceLocation {
+        SourceLocation(file: file, line: mark.line, column: mark.column)
+    }
+
+    /// The location where `node` starts.
+    private func location(_ node: Node) -> SourceLocation {
+        SourceLocation(file: file, line: node.mark?.line ?? 1, column: node.mark?.column ?? 1)
+    }
+
+    /// Records a mistake at `node`.
+    private mutating func fail(_ node: Node, _ message: String) {
+        fail(at: location(node), message)
+    }
+
+    /// Records a mistake at `location`.
+    private mutating func fail(at location: SourceLocation, _ message: String) {
+        errors.append(RouteFileError(location: location, message: message))
+    }
+}

@@ -1,0 +1,150 @@
+import MIDI
+
+/// What an endpoint declared in a route file is.
+public enum EndpointKind: Hashable, Sendable {
+    /// A Standard MIDI File played in time (`file:`); a source only. `path` is absolute.
+    case midiFile(path: String, loop: Bool)
+    /// A recorder (`record:`) writing what reaches it as a Standard MIDI File on stop; a sink only.
+    case recorder(path: String)
+
+    /// True if the endpoint can be a route's `from`.
+    public var canSend: Bool {
+        switch self {
+        case .midiFile: true
+        case .recorder: false
+        }
+    }
+
+    /// True if the endpoint can be a route's `to`.
+    public var canReceive: Bool {
+        switch self {
+        case .midiFile: false
+        case .recorder: true
+        }
+    }
+}
+
+/// One named endpoint from a route file's `endpoints:` mapping.
+public struct EndpointDeclaration: Sendable {
+    /// The endpoint's name, unique across all loaded route files.
+    public var name: String
+    /// What the endpoint is.
+    public var kind: EndpointKind
+    /// Where the name is written.
+    public var location: SourceLocation
+    /// True if routes may read from it (`from:`).
+    public var canSend: Bool
+    /// True if routes may write to it (`to:`).
+    public var canReceive: Bool
+
+    /// An endpoint called `name` of `kind`, declared at `location`.
+    public init(name: String, kind: EndpointKind, location: SourceLocation) {
+        self.name = name
+        self.kind = kind
+        self.location = location
+        self.canSend = kind.canSend
+        self.canReceive = kind.canReceive
+    }
+}
+
+/// One entry of a route file's `routes:` list: sources, stages in their fixed order, sinks.
+public struct RouteDeclaration: Sendable {
+    /// Names of the endpoints whose messages enter the route (merged).
+    public var from: [String]
+    /// Names of the endpoints that receive what leaves the route (fan-out).
+    public var to: [String]
+    /// The stages, in the fixed order jambridge-routes(5) documents.
+    public var stages: [any RouteStage]
+    /// Where the route's list entry starts.
+    public var location: SourceLocation
+
+    /// A route from `from` to `to` through `stages`, declared at `location`.
+    public init(from: [String], to: [String], stages: [any RouteStage], location: SourceLocation) {
+        self.from = from
+        self.to = to
+        self.stages = stages
+        self.location = location
+    }
+}
+
+/// Everything declared in one or more route files, checked and merged.
+public struct RouteConfiguration: Sendable {
+    /// Endpoints in declaration order, file after file.
+    public var endpoints: [EndpointDeclaration]
+    /// Routes in declaration order, file after file.
+    public var routes: [RouteDeclaration]
+
+    /// A configuration holding `endpoints` and `routes` as given.
+    public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration]) {
+        self.endpoints = endpoints
+        self.routes = routes
+    }
+
+    /// Reads and merges the route files at `files`; endpoint names must be unique across them.
+    public static func load(files: [String]) throws(RouteFileErrors) -> RouteConfiguration {
+        var documents: [RouteFileDocument] = []
+        documents.reserveCapacity(files.count)
+        for file in files {
+            documents.append(RouteFileDocument(readingFile: file))
+        }
+        return try merge(documents)
+    }
+
+    /// Parses `yaml` as the route file `file` (used for messages and to resolve relative paths).
+    public static func parse(yaml: String, file: String) throws(RouteFileErrors) -> RouteConfiguration {
+        try merge([RouteFileDocument(yaml: yaml, file: file)])
+    }
+
+    /// The routes as the router runs them, with endpoint names turned into IDs by `endpointID`.
+    public func compiledRoutes(endpointID: (String) -> EndpointID) -> [CompiledRoute] {
+        routes.map { route in
+            CompiledRoute(sources: route.from.map(endpointID),
+                          sinks: route.to.map(endpointID),
+                          stages: route.stages)
+        }
+    }
+
+    /// Checks names across `documents`, then returns the merged configuration or every error.
+    private static func merge(_ documents: [RouteFileDocument]) throws(RouteFileErrors) -> RouteConfiguration {
+        var errorsByFile: [[RouteFileError]] = documents.map(\.errors)
+        var endpoints: [EndpointDeclaration] = []
+        var endpointIndex: [String: Int] = [:]
+        for (fileIndex, document) in documents.enumerated() {
+            for endpoint in document.endpoints {
+                if let earlier = endpointIndex[endpoint.name] {
+                    let first = endpoints[earlier].location
+                    errorsByFile[fileIndex].append(RouteFileError(
+                        location: endpoint.location,
+                        message: "endpoint '\(endpoint.name)' is already declared at \(first); "
+                            + "endpoint names must be unique across all route files"))
+                } else {
+                    endpointIndex[endpoint.name] = endpoints.count
+                    endpoints.append(endpoint)
+                }
+            }
+        }
+        let declaredNames = endpoints.map(\.name)
+        var routes: [RouteDeclaration] = []
+        for (fileIndex, document) in documents.enumerated() {
+            for route in document.routes {
+                var valid = route.isValid
+                for reference in route.from + route.to {
+                    if let problem = reference.problem(endpoints: endpoints, index: endpointIndex,
+                                                       declaredNames: declaredNames) {
+                        errorsByFile[fileIndex].append(RouteFileError(location: reference.location, message: problem))
+                        valid = false
+                    }
+                }
+                if valid {
+                    routes.append(RouteDeclaration(from: route.from.map(\.name), to: route.to.map(\.name),
+                                                   stages: route.stages, location: route.location))
+                }
+            }
+        }
+        let errors = errorsByFile.flatMap { fileErrors in
+            fileErrors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) }
+        }
+        guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
+        return RouteConfiguration(endpoints: endpoints, routes: routes)
+    }
+}
