@@ -12,6 +12,8 @@ public struct RouterCounters: Hashable, Sendable {
     public var unmatchedReleases = 0
     /// Events from an endpoint ID outside the graph.
     public var unknownSource = 0
+    /// All counts zero.
+    public init() {}
 }
 
 /// Sends events through the route graph to sinks and guarantees no note or pedal is left hanging:

@@ -1,0 +1,27 @@
+import Logging
+import MIDI
+
+/// Where events enter the engine: the engine hands this to sources when it starts them.
+public protocol EventSink: AnyObject, Sendable {
+    /// Routes `event` (called from any thread).
+    func submit(_ event: MIDIEvent)
+    /// Releases every note and pedal `source` holds (it looped, ended or went away).
+    func releaseHeld(by source: EndpointID)
+}
+
+/// An endpoint that produces events (a file player; later ALSA ports, network peers, OSC).
+public protocol SourceEndpoint: AnyObject, Sendable {
+    /// Starts producing events into `sink`, tagged with `id`.
+    func start(id: EndpointID, sink: EventSink)
+    /// Stops producing events; returns once no more will be submitted.
+    func stop()
+}
+
+/// An endpoint that consumes messages (a recorder; later ALSA ports, network peers, OSC).
+/// Called only on the engine's queue.
+public protocol SinkEndpoint: AnyObject, Sendable {
+    /// Takes `message`, delivered at `time`.
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant)
+    /// Finishes: the engine has released every held note to it and will deliver nothing more.
+    func stop()
+}

@@ -1,0 +1,76 @@
+import Dispatch
+import Logging
+import MIDI
+import Routing
+
+/// The one place routing happens: owns the router and the sinks on a single serial queue;
+/// sources submit events into it from their own threads.
+public final class Engine: EventSink, @unchecked Sendable {
+    private let queue = DispatchQueue(label: "jambridge.engine", qos: .userInteractive)
+    // Everything below is touched only on `queue`.
+    private let router: Router
+    private var sinks: [SinkEndpoint?]
+    private var names: [String]
+    private let monitor: EventMonitor?
+
+    /// An engine routing by `graph` to `sinks` (indexed by EndpointID), naming endpoints by `names`.
+    public init(graph: RouteGraph, sinks: [SinkEndpoint?], names: [String], monitor: EventMonitor?) {
+        router = Router(graph: graph)
+        self.sinks = sinks
+        self.names = names
+        self.monitor = monitor
+    }
+
+    public func submit(_ event: MIDIEvent) {
+        queue.async { [self] in
+            router.dispatch(event) { sink, message in deliver(message, from: event.source, to: sink, at: event.time) }
+        }
+    }
+
+    public func releaseHeld(by source: EndpointID) {
+        queue.async { [self] in
+            let now = MonotonicClock.now()
+            router.release(source: source) { sink, message in deliver(message, from: source, to: sink, at: now) }
+        }
+    }
+
+    /// Puts a new graph in force with a new set of sinks and names (reload); held notes survive.
+    /// Sinks in `stopping` (no longer declared) are stopped once their notes are released.
+    public func replace(graph: RouteGraph, sinks newSinks: [SinkEndpoint?], names newNames: [String],
+                        stopping: [SinkEndpoint]) {
+        queue.sync {
+            let now = MonotonicClock.now()
+            // Releases for sinks leaving the graph go to the sinks as they were.
+            router.replace(graph: graph) { sink, message in
+                deliver(message, from: EndpointID(sink.index), to: sink, at: now)
+            }
+            for sink in stopping { sink.stop() }
+            sinks = newSinks
+            names = newNames
+        }
+    }
+
+    /// Releases every held note to the sinks, then stops them (recorders write their files).
+    public func stop() -> RouterCounters {
+        queue.sync {
+            let now = MonotonicClock.now()
+            router.releaseAll { sink, message in deliver(message, from: sink, to: sink, at: now) }
+            for sink in sinks { sink?.stop() }
+            return router.counters
+        }
+    }
+
+    private func deliver(_ message: MIDIMessage, from source: EndpointID, to sink: EndpointID, at time: MonotonicInstant) {
+        let index = Int(sink.index)
+        guard index < sinks.count, let endpoint = sinks[index] else { return }
+        if let monitor {
+            let sourceName = source == sink ? "release" : name(source)
+            monitor.show(message, from: sourceName, to: name(sink), at: time)
+        }
+        endpoint.receive(message, at: time)
+    }
+
+    private func name(_ id: EndpointID) -> String {
+        Int(id.index) < names.count ? names[Int(id.index)] : id.description
+    }
+}

@@ -1,0 +1,182 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
+import Logging
+import MIDI
+import Routing
+
+/// The assembly: turns route files into running endpoints and an engine, and owns the
+/// lifecycle -- start, reload on SIGHUP, clean stop on SIGINT/SIGTERM or after a set time.
+public final class JamBridgeDaemon: @unchecked Sendable {
+    /// How to run.
+    public struct Options: Sendable {
+        /// The route files, merged.
+        public var files: [String]
+        /// Print every delivered event.
+        public var monitor: Bool
+        /// Stop by itself after this many seconds (nil: run until a signal).
+        public var stopAfter: Double?
+        /// Options for running `files`.
+        public init(files: [String], monitor: Bool = false, stopAfter: Double? = nil) {
+            self.files = files
+            self.monitor = monitor
+            self.stopAfter = stopAfter
+        }
+    }
+
+    /// One running endpoint.
+    private struct Running {
+        var kind: EndpointKind
+        var source: SourceEndpoint?
+        var sink: SinkEndpoint?
+    }
+
+    private let options: Options
+    private let logger: Logger
+    private let control = DispatchQueue(label: "jambridge.control")
+    private let stopRequested = DispatchSemaphore(value: 0)
+    // Touched only on `control` (and in `run` before signals are armed / after they are cancelled).
+    private var engine: Engine?
+    private var ids: [String: EndpointID] = [:]
+    private var names: [String] = []
+    private var running: [EndpointID: Running] = [:]
+    private var signalSources: [DispatchSourceSignal] = []
+
+    /// A daemon for `options`, logging to `logger`.
+    public init(options: Options, logger: Logger) {
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Loads the route files, runs until stopped, then releases every note and writes the
+    /// recordings. Throws the route files' errors if they do not load.
+    public func run() throws(RouteFileErrors) -> RouterCounters {
+        let configuration = try RouteConfiguration.load(files: options.files)
+        control.sync {
+            start(configuration)
+            armSignals()
+        }
+        if let seconds = options.stopAfter {
+            _ = stopRequested.wait(timeout: .now() + .nanoseconds(Int(seconds * 1e9)))
+        } else {
+            stopRequested.wait()
+        }
+        return control.sync { shutdown() }
+    }
+
+    /// Asks a running daemon to stop (as SIGTERM does).
+    public func requestStop() { stopRequested.signal() }
+
+    /// Reloads the route files (as SIGHUP does): on errors, logs them and keeps running as before.
+    public func reload() {
+        control.sync { reloadOnControlQueue() }
+    }
+
+    private func start(_ configuration: RouteConfiguration) {
+        let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
+        let added = assign(configuration)
+        let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
+        self.engine = engine
+        logger.info("jambridge running: \(configuration.endpoints.count) endpoints, \(configuration.routes.count) routes from \(options.files.joined(separator: ", "))")
+        startSources(added, engine: engine)
+    }
+
+    /// Gives every declared endpoint an ID (kept by name across reloads while its kind is the
+    /// same) and makes the new ones; returns the IDs made. Endpoints no longer declared are
+    /// left in `running` for the caller to stop.
+    private func assign(_ configuration: RouteConfiguration) -> [EndpointID] {
+        var added: [EndpointID] = []
+        for declaration in configuration.endpoints {
+            if let id = ids[declaration.name], running[id]?.kind == declaration.kind { continue }
+            let id = EndpointID(UInt16(truncatingIfNeeded: names.count))
+            ids[declaration.name] = id
+            names.append(declaration.name)
+            running[id] = make(declaration)
+            added.append(id)
+        }
+        return added
+    }
+
+    private func make(_ declaration: EndpointDeclaration) -> Running {
+        switch declaration.kind {
+        case .midiFile(let path, let loop):
+            do {
+                let song = try MIDIFilePlayer.loadSong(path: path)
+                return Running(kind: declaration.kind,
+                               source: MIDIFilePlayer(name: declaration.name, song: song, loop: loop, logger: logger))
+            } catch {
+                logger.error("\(declaration.location): \(declaration.name): cannot play \(error); this endpoint stays silent")
+                return Running(kind: declaration.kind)
+            }
+        case .recorder(let path):
+            return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
+        }
+    }
+
+    private func graph(_ configuration: RouteConfiguration) -> RouteGraph {
+        RouteGraph(routes: configuration.compiledRoutes { ids[$0] ?? EndpointID(UInt16.max) },
+                   endpointCount: names.count)
+    }
+
+    private func sinkTable() -> [SinkEndpoint?] {
+        (0..<names.count).map { running[EndpointID(UInt16($0))]?.sink }
+    }
+
+    private func startSources(_ added: [EndpointID], engine: Engine) {
+        for id in added { running[id]?.source?.start(id: id, sink: engine) }
+    }
+
+    private func reloadOnControlQueue() {
+        guard let engine else { return }
+        let configuration: RouteConfiguration
+        do {
+            configuration = try RouteConfiguration.load(files: options.files)
+        } catch {
+            logger.error("reload failed; still running the previous routes:\n\(error)")
+            return
+        }
+        let before = running
+        let added = assign(configuration)
+        let declaredNames = Set(configuration.endpoints.map(\.name))
+        let removed = before.keys.filter { id in
+            let name = names[Int(id.index)]
+            return !declaredNames.contains(name) || ids[name] != id
+        }
+        for id in removed {
+            before[id]?.source?.stop()
+            running[id] = nil
+        }
+        engine.replace(graph: graph(configuration), sinks: sinkTable(), names: names,
+                       stopping: removed.compactMap { before[$0]?.sink })
+        startSources(added, engine: engine)
+        logger.info("reloaded: \(configuration.endpoints.count) endpoints, \(configuration.routes.count) routes (\(added.count) endpoints started, \(removed.count) stopped)")
+    }
+
+    private func shutdown() -> RouterCounters {
+        for signalSource in signalSources { signalSource.cancel() }
+        signalSources = []
+        for (_, endpoint) in running { endpoint.source?.stop() }
+        let counters = engine?.stop() ?? RouterCounters()
+        logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(counters.unmatchedReleases) unmatched releases, \(counters.heldTableFull) dropped for a full note table")
+        return counters
+    }
+
+    private func armSignals() {
+        // A monitor piped into `head` must not kill the daemon (and lose its recordings).
+        signal(SIGPIPE, SIG_IGN)
+        let handlers: [(Int32, @Sendable () -> Void)] = [
+            (SIGINT, { [self] in logger.notice("SIGINT: stopping"); requestStop() }),
+            (SIGTERM, { [self] in logger.notice("SIGTERM: stopping"); requestStop() }),
+            (SIGHUP, { [self] in logger.notice("SIGHUP: reloading \(options.files.joined(separator: ", "))"); reloadOnControlQueue() }),
+        ]
+        for (number, handler) in handlers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: control)
+            source.setEventHandler(handler: handler)
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Dispatch
+import Foundation
+import Logging
+import MIDI
+
+/// A Standard MIDI File played in time as a source (`file:`), optionally looped: a backing track.
+///
+/// Events are submitted at their deadlines (song start + offset, and + k * duration when
+/// looping, so loops never drift). At a loop wrap and at the end, whatever the song still holds
+/// is released, so a song cut short never leaves a note hanging.
+public final class MIDIFilePlayer: SourceEndpoint, @unchecked Sendable {
+    /// The endpoint's name in the route file.
+    public let name: String
+    private let song: TimedSong
+    private let loop: Bool
+    private let logger: Logger
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var stopping = false
+    private var thread: Thread?
+
+    /// A player of `song`; loops if `loop`.
+    public init(name: String, song: TimedSong, loop: Bool, logger: Logger) {
+        self.name = name
+        self.song = song
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// Reads and times the Standard MIDI File at `path`.
+    public static func loadSong(path: String) throws -> TimedSong {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PlayerError(path: path, reason: String(cString: strerror(errno)))
+        }
+        do {
+            return TimedSong(try StandardMIDIFile(bytes: [UInt8](data)))
+        } catch {
+            throw PlayerError(path: path, reason: error.description)
+        }
+    }
+
+    /// Why a song could not be loaded.
+    public struct PlayerError: Error, CustomStringConvertible {
+        /// The file.
+        public var path: String
+        /// What went wrong.
+        public var reason: String
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    public func start(id: EndpointID, sink: EventSink) {
+        let thread = Thread { [self] in play(id: id, sink: sink) }
+        thread.name = "jambridge file \(name)"
+        thread.qualityOfService = .userInteractive
+        self.thread = thread
+        logger.info("playing \(name): \(song.entries.count) events, \(Double(song.duration) / 1e9) s\(loop ? ", looped" : "")")
+        thread.start()
+    }
+
+    public func stop() {
+        guard thread != nil else { return }
+        lock.withLock { stopping = true }
+        wake.signal()
+        finished.wait()
+        thread = nil
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    /// Sleeps until `deadline`; false if asked to stop meanwhile.
+    private func sleep(until deadline: MonotonicInstant) -> Bool {
+        while !isStopping {
+            let now = MonotonicClock.now()
+            if now >= deadline { return true }
+            _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(deadline.nanoseconds - now.nanoseconds, 1_000_000_000))))
+        }
+        return false
+    }
+
+    private func play(id: EndpointID, sink: EventSink) {
+        defer { finished.signal() }
+        var start = MonotonicClock.now()
+        repeat {
+            for entry in song.entries {
+                let due = start.advanced(byNanoseconds: entry.offset)
+                guard sleep(until: due) else {
+                    sink.releaseHeld(by: id)
+                    return
+                }
+                sink.submit(MIDIEvent(entry.message, from: id, at: due))
+            }
+            let end = start.advanced(byNanoseconds: song.duration)
+            guard sleep(until: end) else { break }
+            sink.releaseHeld(by: id)
+            start = end
+            if loop { logger.debug("\(name): looping") }
+        } while loop && song.duration > 0
+        sink.releaseHeld(by: id)
+        if !isStopping { logger.info("\(name): song ended") }
+    }
+}

@@ -1,0 +1,117 @@
+import ArgumentParser
+import JamBridge
+import Logging
+import Routing
+
+/// `jambridge`: bridges MIDI hardware, network sessions and OSC into a jam, by route files.
+@main
+struct JamBridgeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jambridge",
+        abstract: "Route MIDI between devices, files and network sessions, by route files.",
+        discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
+        version: "jambridge 0.1.0",
+        subcommands: [Run.self, Check.self]
+    )
+}
+
+/// Options every command takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    /// Sends log lines at `logLevel` and above to standard error.
+    func bootstrapLogging() -> Logger {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "jambridge")
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Prints route-file errors, one `file:line:column: message` per line, to standard error.
+func report(_ errors: RouteFileErrors) {
+    var standardError = StandardError()
+    print(errors.description, to: &standardError)
+}
+
+/// Standard error as a `TextOutputStream`.
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        FileHandleOutput.standardError(string)
+    }
+}
+
+/// `jambridge run ROUTES...`: run until SIGINT/SIGTERM (or --stop-after), reload on SIGHUP.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the routes in ROUTES (merged) until stopped.",
+        discussion: "SIGINT and SIGTERM stop cleanly: every held note is released, then recordings are written. SIGHUP reloads the route files."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Print every event as it reaches a sink, aseqdump-style.")
+    var monitor = false
+
+    @Option(help: "Stop by itself after this many seconds.")
+    var stopAfter: Double?
+
+    @Argument(help: "Route files (YAML).")
+    var routes: [String]
+
+    func validate() throws {
+        guard !routes.isEmpty else { throw ValidationError("give at least one route file") }
+        if let stopAfter, !(stopAfter > 0 && stopAfter.isFinite) {
+            throw ValidationError("--stop-after takes a positive number of seconds")
+        }
+    }
+
+    func run() throws {
+        let logger = global.bootstrapLogging()
+        let daemon = JamBridgeDaemon(options: .init(files: routes, monitor: monitor, stopAfter: stopAfter), logger: logger)
+        do {
+            _ = try daemon.run()
+        } catch {
+            report(error)
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// `jambridge check ROUTES...`: validate without touching any device or file they name.
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check route files and report every mistake as file:line:column: message.",
+        discussion: "Touches no device and opens no MIDI file. Exits 1 if any file has errors."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "Route files (YAML), checked together as `run` would merge them.")
+    var routes: [String]
+
+    func validate() throws {
+        guard !routes.isEmpty else { throw ValidationError("give at least one route file") }
+    }
+
+    func run() throws {
+        _ = global.bootstrapLogging()
+        do {
+            let configuration = try RouteConfiguration.load(files: routes)
+            for file in routes {
+                let endpoints = configuration.endpoints.filter { $0.location.file == file }.count
+                let routeCount = configuration.routes.filter { $0.location.file == file }.count
+                print("\(file): ok (\(endpoints) endpoint\(endpoints == 1 ? "" : "s"), \(routeCount) route\(routeCount == 1 ? "" : "s"))")
+            }
+        } catch {
+            report(error)
+            throw ExitCode(1)
+        }
+    }
+}
