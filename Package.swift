@@ -13,7 +13,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // The MIDI 1.0 model, byte-stream parser/encoder and Standard MIDI Files. Stdlib only.
@@ -30,12 +29,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "MIDITests", dependencies: [
-            "MIDI", .product(name: "PropertyBased", package: "swift-property-based"),
-        ]),
-        .testTarget(name: "RoutingTests", dependencies: [
-            "MIDI", "Routing", .product(name: "PropertyBased", package: "swift-property-based"),
-        ]),
+        // Seeded random MIDI for the property tests of several test targets.
+        .target(name: "MIDITestSupport", dependencies: ["MIDI"], path: "Tests/MIDITestSupport"),
+        .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
+        .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
         .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "JamBridge"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
