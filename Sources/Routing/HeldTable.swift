@@ -4,10 +4,8 @@ import MIDI
 /// pedal) the outputs (sink, channel, note or controller) its note-on or press produced, and
 /// per sink how many inputs hold each output. Fixed capacity, allocated up front.
 struct HeldTable {
-    /// Input slots per channel: notes 0...127, then sustain (128) and sostenuto (129).
-    static let slotsPerChannel = 130
-    /// Output slots per channel: notes 0...127, then controllers as 128 + number.
-    static let outputSlotsPerChannel = 256
+    /// Slots per channel, for inputs and outputs alike: notes 0...127, then controllers as 128 + number.
+    static let slotsPerChannel = 256
 
     private(set) var endpointCount: Int
     /// First output record of each input key, or -1.
@@ -25,7 +23,7 @@ struct HeldTable {
         let capacity = max(1, min(capacity, Int(Int32.max)))
         self.endpointCount = endpointCount
         inputHead = Array(repeating: -1, count: endpointCount * 16 * Self.slotsPerChannel)
-        outputCount = Array(repeating: 0, count: endpointCount * 16 * Self.outputSlotsPerChannel)
+        outputCount = Array(repeating: 0, count: endpointCount * 16 * Self.slotsPerChannel)
         next = (0..<capacity).map { $0 + 1 < capacity ? Int32($0 + 1) : -1 }
         sink = Array(repeating: 0, count: capacity)
         channel = Array(repeating: 0, count: capacity)
@@ -33,24 +31,27 @@ struct HeldTable {
         freeHead = 0
     }
 
-    /// The input slot of a pedal controller, or nil for other controllers.
+    /// True for the pedals that hold notes: sustain (64), sostenuto (66) and hold 2 (69).
     @inline(__always)
-    static func pedalSlot(_ controller: UInt7) -> Int? {
-        switch controller.value {
-        case 64: return 128
-        case 66: return 129
-        default: return nil
-        }
+    static func isPedal(_ controller: UInt7) -> Bool {
+        controller.value == 64 || controller.value == 66 || controller.value == 69
     }
 
-    /// The (channel, output slot) a message holds on at its sink: a sounding note or a pressed pedal.
+    /// The (channel, slot) a message holds on at its sink: a sounding note or a pressed pedal.
     @inline(__always)
     static func heldOutput(of message: MIDIMessage) -> (UInt4, Int)? {
         switch message {
         case .noteOn(let c, let n, let v) where v.value > 0: return (c, Int(n.value))
-        case .controlChange(let c, let n, let v) where v.value >= 64: return (c, 128 + Int(n.value))
+        case .controlChange(let c, let n, let v) where v.value >= 64 && isPedal(n): return (c, 128 + Int(n.value))
         default: return nil
         }
+    }
+
+    /// True for a pedal release (a pedal controller below 64): only the held table sends those.
+    @inline(__always)
+    static func isPedalRelease(_ message: MIDIMessage) -> Bool {
+        if case .controlChange(_, let n, let v) = message { return v.value < 64 && isPedal(n) }
+        return false
     }
 
     @inline(__always)
@@ -63,7 +64,7 @@ struct HeldTable {
 
     @inline(__always)
     private func outputIndex(sink: Int, channel: UInt8, slot: UInt8) -> Int {
-        (sink * 16 + Int(channel)) * Self.outputSlotsPerChannel + Int(slot)
+        (sink * 16 + Int(channel)) * Self.slotsPerChannel + Int(slot)
     }
 
     /// True if `key` already holds this output.
@@ -136,7 +137,7 @@ struct HeldTable {
     mutating func grow(endpointCount count: Int) {
         guard count > endpointCount else { return }
         inputHead += Array(repeating: -1, count: (count - endpointCount) * 16 * Self.slotsPerChannel)
-        outputCount += Array(repeating: 0, count: (count - endpointCount) * 16 * Self.outputSlotsPerChannel)
+        outputCount += Array(repeating: 0, count: (count - endpointCount) * 16 * Self.slotsPerChannel)
         endpointCount = count
     }
 

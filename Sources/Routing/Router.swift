@@ -12,6 +12,8 @@ public struct RouterCounters: Hashable, Sendable {
     public var unmatchedReleases = 0
     /// Events from an endpoint ID outside the graph.
     public var unknownSource = 0
+    /// Pedal presses made by converting a message that has no release of its own (dropped).
+    public var untrackable = 0
     /// All counts zero.
     public init() {}
 }
@@ -50,15 +52,13 @@ public final class Router {
         case .noteOn(let channel, let note, _):
             let key = held.inputKey(source: source, channel: channel, slot: Int(note.value))
             if held.isHeld(key) { releaseKey(key, velocity: .zero, deliver) }
-            routeHolding(event.message, source: source, key: key, repeated: false, deliver)
-        case .controlChange(let channel, let controller, let value) where HeldTable.pedalSlot(controller) != nil:
-            let slot = HeldTable.pedalSlot(controller) ?? 0
-            if value.value < 64 {
-                releaseInput(source: source, channel: channel, slot: slot, velocity: .zero, deliver)
-            } else {
-                let key = held.inputKey(source: source, channel: channel, slot: slot)
-                routeHolding(event.message, source: source, key: key, repeated: held.isHeld(key), deliver)
-            }
+            route(event.message, source: source, key: key, isPress: true, releaseSent: false, deliver)
+        case .controlChange(let channel, let controller, let value):
+            // A controller that pressed a pedal somewhere releases it there when it drops below 64.
+            let key = held.inputKey(source: source, channel: channel, slot: 128 + Int(controller.value))
+            let released = value.value < 64 && held.isHeld(key)
+            if released { releaseKey(key, velocity: .zero, deliver) }
+            route(event.message, source: source, key: key, isPress: value.value >= 64, releaseSent: released, deliver)
         case .polyPressure(let channel, let note, let pressure):
             let key = held.inputKey(source: source, channel: channel, slot: Int(note.value))
             held.forEachOutput(of: key) { sink, outChannel, outSlot in
@@ -67,14 +67,7 @@ public final class Router {
                 deliver(EndpointID(UInt16(sink)), .polyPressure(channel: outChannel, note: UInt7(masking: UInt8(outSlot)), pressure: pressure))
             }
         default:
-            for routeIndex in graph.routesBySource[source] {
-                var message = event.message
-                guard passes(&message, route: routeIndex) else { continue }
-                for sink in graph.routes[routeIndex].sinks {
-                    counters.delivered += 1
-                    deliver(sink, message)
-                }
-            }
+            route(event.message, source: source, key: nil, isPress: false, releaseSent: false, deliver)
         }
     }
 
@@ -117,19 +110,30 @@ public final class Router {
         return true
     }
 
-    /// Routes a note-on or pedal press, recording every output that is still a note-on or pedal press.
-    private func routeHolding(_ input: MIDIMessage, source: Int, key: Int, repeated: Bool,
-                              _ deliver: (EndpointID, MIDIMessage) -> Void) {
+    /// Routes `input` through every route reading `source`. Outputs that hold something at their
+    /// sink (a sounding note, a pressed pedal) are recorded under the input's `key` when the input
+    /// is a press; ones that cannot be recorded are dropped, never sent untracked. Pedal releases
+    /// are dropped too: only the held table sends them, to where the press went (`releaseSent`
+    /// says it just did, so the drop is not counted as unmatched).
+    private func route(_ input: MIDIMessage, source: Int, key: Int?, isPress: Bool, releaseSent: Bool,
+                       _ deliver: (EndpointID, MIDIMessage) -> Void) {
         for routeIndex in graph.routesBySource[source] {
             var message = input
             guard passes(&message, route: routeIndex) else { continue }
             let output = HeldTable.heldOutput(of: message)
+            if output == nil && HeldTable.isPedalRelease(message) {
+                if !releaseSent { counters.unmatchedReleases += 1 }
+                continue
+            }
             for sink in graph.routes[routeIndex].sinks {
                 if let (channel, slot) = output {
+                    guard isPress, let key else {
+                        counters.untrackable += 1
+                        continue
+                    }
                     let sinkIndex = Int(sink.index)
-                    if repeated && held.hasOutput(key: key, sink: sinkIndex, channel: channel, slot: slot) {
-                        // A pedal moving between 64 and 127: already recorded, just pass the value on.
-                    } else if !held.record(key: key, sink: sinkIndex, channel: channel, slot: slot) {
+                    if !held.hasOutput(key: key, sink: sinkIndex, channel: channel, slot: slot)
+                        && !held.record(key: key, sink: sinkIndex, channel: channel, slot: slot) {
                         counters.heldTableFull += 1
                         continue
                     }
