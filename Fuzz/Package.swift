@@ -1,15 +1,18 @@
 // swift-tools-version:6.1
 // libFuzzer targets, kept apart so a plain `swift build` of jambridge stays clean.
-// Build: swift build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld
-// Run:   scripts/fuzz.sh (bounded by -runs and -seed) or by hand for long campaigns.
+// scripts/fuzz.sh builds them with -sanitize=fuzzer,address and runs each for a fixed
+// number of runs and seed on a copy of its seed corpus (corpus/<name>/).
 import PackageDescription
 
 let package = Package(
     name: "jambridge-fuzz",
-    dependencies: [.package(path: "..")],
+    dependencies: [.package(name: "jambridge", path: "..")],
     targets: [
         .executableTarget(name: "FuzzMIDIParser", dependencies: [.product(name: "MIDI", package: "jambridge")]),
         .executableTarget(name: "FuzzStandardMIDIFile", dependencies: [.product(name: "MIDI", package: "jambridge")]),
+        .executableTarget(name: "FuzzRouteFile", dependencies: [
+            .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -188,7 +188,9 @@ private struct ByteReader {
                 throw error("status byte \(hex(status)) is not allowed in a track (system messages need an F7 escape)", at: eventStart)
             }
         }
-        return .init(events: events) // no End of Track: accepted, as players do
+        // No End of Track: accepted, as players do, and supplied so every track read ends with one.
+        events.append(.init(delta: carriedDelta, kind: .meta(type: StandardMIDIFile.MetaType.endOfTrack, data: [])))
+        return .init(events: events)
     }
 
     func checkSysEx(_ data: [UInt8], at position: Int) throws(StandardMIDIFileError) {

@@ -97,6 +97,14 @@ private func v(_ x: UInt8) -> UInt7 { UInt7(masking: x) }
         #expect(throws: StandardMIDIFileError.self) { try StandardMIDIFile(bytes: truncated) }
     }
 
+    @Test func aTrackWithoutEndOfTrackReadsWithOneSoItWritesBackTheSame() throws {
+        // Found by the fuzzer: an empty MTrk chunk (and trailing bytes too short for a chunk).
+        let bytes = file(tracks: [[]]) + [0xFF, 0x2F]
+        let smf = try StandardMIDIFile(bytes: bytes)
+        #expect(smf.tracks[0].events == [.init(delta: 0, kind: .meta(type: 0x2F, data: []))])
+        #expect(try StandardMIDIFile(bytes: smf.encoded()) == smf)
+    }
+
     @Test func everyPrefixOfAValidFileIsAnErrorOrAFileNeverACrash() {
         let bytes = StandardMIDIFile.recording(
             [.init(offset: 0, message: .noteOn(channel: c1, note: v(60), velocity: v(1))),

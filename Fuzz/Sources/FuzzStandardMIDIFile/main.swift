@@ -1,0 +1,27 @@
+// Random bytes never crash or hang the Standard MIDI File reader; a file it accepts can be
+// timed and written back to bytes that read as the same file.
+#if canImport(Glibc)
+import Glibc
+#endif
+import MIDI
+
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    guard let file = try? StandardMIDIFile(bytes: bytes) else { return 0 }
+    _ = TimedSong(file)
+    let reread = try? StandardMIDIFile(bytes: file.encoded())
+    precondition(reread == file, "a file read from bytes did not survive encoded()")
+    return 0
+}
+
+var argc = CommandLine.argc
+var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+exit(LLVMFuzzerRunDriver(&argc, &argv) { fuzzOne($0, $1) })
