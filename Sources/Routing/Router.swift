@@ -102,8 +102,9 @@ public final class Router {
     }
 
     /// Runs `message` through the route's stages; false if a stage dropped it.
-    private func passes(_ message: inout MIDIMessage, route: Int) -> Bool {
-        for stage in graph.routes[route].stages where !stage.apply(&message) {
+    @inline(__always)
+    private func passes(_ message: inout MIDIMessage, through stages: [any RouteStage]) -> Bool {
+        for index in stages.indices where !stages[index].apply(&message) {
             counters.droppedByStages += 1
             return false
         }
@@ -118,14 +119,15 @@ public final class Router {
     private func route(_ input: MIDIMessage, source: Int, key: Int?, isPress: Bool, releaseSent: Bool,
                        _ deliver: (EndpointID, MIDIMessage) -> Void) {
         for routeIndex in graph.routesBySource[source] {
+            let route = graph.routes[routeIndex]
             var message = input
-            guard passes(&message, route: routeIndex) else { continue }
+            guard passes(&message, through: route.stages) else { continue }
             let output = HeldTable.heldOutput(of: message)
             if output == nil && HeldTable.isPedalRelease(message) {
                 if !releaseSent { counters.unmatchedReleases += 1 }
                 continue
             }
-            for sink in graph.routes[routeIndex].sinks {
+            for sink in route.sinks {
                 if let (channel, slot) = output {
                     guard isPress, let key else {
                         counters.untrackable += 1
