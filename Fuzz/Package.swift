@@ -8,10 +8,12 @@ let package = Package(
     name: "jambridge-fuzz",
     dependencies: [.package(name: "jambridge", path: "..")],
     targets: [
-        .executableTarget(name: "FuzzMIDIParser", dependencies: [.product(name: "MIDI", package: "jambridge")]),
-        .executableTarget(name: "FuzzStandardMIDIFile", dependencies: [.product(name: "MIDI", package: "jambridge")]),
+        // The libFuzzer driver call every target shares.
+        .target(name: "FuzzSupport"),
+        .executableTarget(name: "FuzzMIDIParser", dependencies: ["FuzzSupport", .product(name: "MIDI", package: "jambridge")]),
+        .executableTarget(name: "FuzzStandardMIDIFile", dependencies: ["FuzzSupport", .product(name: "MIDI", package: "jambridge")]),
         .executableTarget(name: "FuzzRouteFile", dependencies: [
-            .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,17 +1,8 @@
 // Random text never crashes or hangs the route-file loader; whatever it rejects comes with
 // at least one error, each with a position inside the text.
-#if canImport(Glibc)
-import Glibc
-#endif
+import FuzzSupport
 import MIDI
 import Routing
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
@@ -36,6 +27,4 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     return 0
 }
 
-var argc = CommandLine.argc
-var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv) { fuzzOne($0, $1) })
+runFuzzer { fuzzOne($0, $1) }

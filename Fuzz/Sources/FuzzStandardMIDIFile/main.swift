@@ -1,16 +1,7 @@
 // Random bytes never crash or hang the Standard MIDI File reader; a file it accepts can be
 // timed and written back to bytes that read as the same file.
-#if canImport(Glibc)
-import Glibc
-#endif
+import FuzzSupport
 import MIDI
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
@@ -22,6 +13,4 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     return 0
 }
 
-var argc = CommandLine.argc
-var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv) { fuzzOne($0, $1) })
+runFuzzer { fuzzOne($0, $1) }
