@@ -26,11 +26,12 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
     }
 
-    /// One running endpoint.
+    /// One running endpoint; neither source nor sink when it could not start (its song did not load).
     private struct Running {
         var kind: EndpointKind
         var source: SourceEndpoint?
         var sink: SinkEndpoint?
+        var isLive: Bool { source != nil || sink != nil }
     }
 
     private let options: Options
@@ -84,12 +85,15 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     }
 
     /// Gives every declared endpoint an ID (kept by name across reloads while its kind is the
-    /// same) and makes the new ones; returns the IDs made. Endpoints no longer declared are
-    /// left in `running` for the caller to stop.
+    /// same and it is running) and makes the new ones; returns the IDs made. An endpoint that
+    /// could not start is made again, so a reload retries a song that failed to load.
+    /// Endpoints no longer declared are left in `running` for the caller to stop.
     private func assign(_ configuration: RouteConfiguration) -> [EndpointID] {
         var added: [EndpointID] = []
         for declaration in configuration.endpoints {
-            if let id = ids[declaration.name], running[id]?.kind == declaration.kind { continue }
+            if let id = ids[declaration.name], let current = running[id], current.kind == declaration.kind, current.isLive {
+                continue
+            }
             let id = EndpointID(UInt16(truncatingIfNeeded: names.count))
             ids[declaration.name] = id
             names.append(declaration.name)
@@ -159,6 +163,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         signalSources = []
         for (_, endpoint) in running { endpoint.source?.stop() }
         let counters = engine?.stop() ?? RouterCounters()
+        engine = nil // a reload arriving after this finds nothing to reload
         logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(counters.unmatchedReleases) unmatched releases, \(counters.heldTableFull) dropped for a full note table")
         return counters
     }

@@ -171,4 +171,33 @@ private let logger = Logger(label: "jambridge-test")
         _ = try JamBridgeDaemon(options: .init(files: [routeFile.path], stopAfter: 0.1), logger: logger).run()
         #expect(try recorded(dir.appendingPathComponent("out.mid")).isEmpty)
     }
+
+    @Test func aReloadRetriesASongThatFailedToLoad() throws {
+        let dir = try temporaryDirectory()
+        let routeFile = dir.appendingPathComponent("routes.yaml")
+        try """
+            endpoints:
+              song: { file: song.mid }
+              tape: { record: out.mid }
+            routes:
+              - { from: song, to: tape }
+            """.write(to: routeFile, atomically: true, encoding: .utf8)
+        let song = StandardMIDIFile.recording([
+            .init(offset: 0, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100))),
+            .init(offset: 10 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
+        ]).encoded()
+        let daemon = JamBridgeDaemon(options: .init(files: [routeFile.path], stopAfter: 1.5), logger: logger)
+        let songPath = dir.appendingPathComponent("song.mid")
+        let fixer = Thread {
+            Thread.sleep(forTimeInterval: 0.2)
+            try? Data(song).write(to: songPath)
+            daemon.reload()
+        }
+        fixer.start()
+        _ = try daemon.run()
+        #expect(try recorded(dir.appendingPathComponent("out.mid")) == [
+            .noteOn(channel: ch(0), note: v(60), velocity: v(100)),
+            .noteOff(channel: ch(0), note: v(60), velocity: v(0)),
+        ])
+    }
 }
