@@ -80,7 +80,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         let added = assign(configuration)
         let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
         self.engine = engine
-        logger.info("jambridge running: \(configuration.endpoints.count) endpoints, \(configuration.routes.count) routes from \(options.files.joined(separator: ", "))")
+        logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
         startSources(added, engine: engine)
     }
 
@@ -155,7 +155,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         engine.replace(graph: graph(configuration), sinks: sinkTable(), names: names,
                        stopping: removed.compactMap { before[$0]?.sink })
         startSources(added, engine: engine)
-        logger.info("reloaded: \(configuration.endpoints.count) endpoints, \(configuration.routes.count) routes (\(added.count) endpoints started, \(removed.count) stopped)")
+        logger.info("reloaded: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) (\(added.count) started, \(removed.count) stopped)")
     }
 
     private func shutdown() -> RouterCounters {

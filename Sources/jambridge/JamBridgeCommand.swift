@@ -107,7 +107,7 @@ struct Check: ParsableCommand {
             for file in routes {
                 let endpoints = configuration.endpoints.filter { $0.location.file == file }.count
                 let routeCount = configuration.routes.filter { $0.location.file == file }.count
-                print("\(file): ok (\(endpoints) endpoint\(endpoints == 1 ? "" : "s"), \(routeCount) route\(routeCount == 1 ? "" : "s"))")
+                print("\(file): ok (\(counted(endpoints, "endpoint")), \(counted(routeCount, "route")))")
             }
         } catch {
             report(error)
