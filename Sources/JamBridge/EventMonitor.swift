@@ -32,8 +32,3 @@ public final class EventMonitor: @unchecked Sendable {
         write("\(stamp)  \(path)\(String(repeating: " ", count: max(1, 18 - path.count)))\(message)")
     }
 }
-
-/// "1 route", "2 routes": a count with its noun, for log and status lines.
-public func counted(_ count: Int, _ noun: String) -> String {
-    "\(count) \(noun)\(count == 1 ? "" : "s")"
-}
