@@ -28,7 +28,7 @@ let benchmarks: @Sendable () -> Void = {
     let stream = mixedStream(bytes: 1 << 20)
 
     Benchmark(
-        "MIDI parser, 1 MiB of mixed bytes",
+        "MIDIParser-1MiB-mixed-bytes",
         configuration: .init(
             metrics: [.wallClock, .throughput, .mallocCountTotal, .instructions],
             timeUnits: .microseconds,
@@ -50,7 +50,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "MIDI encoder, 1000 messages with running status",
+        "MIDIEncoder-1000-messages-running-status",
         configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .nanoseconds, maxDuration: .seconds(2))
     ) { benchmark in
         var sum = 0

@@ -83,7 +83,7 @@ func routeFile(routes count: Int) -> String {
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark(
-        "Load and check a 200-route file",
+        "RouteFile-load-200-routes",
         configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .milliseconds, maxDuration: .seconds(5), maxIterations: 100)
     ) { benchmark in
         let yaml = routeFile(routes: 200)
@@ -94,7 +94,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // The same loop with no router: what the harness itself allocates and costs per batch.
-    Benchmark("Harness only (no router), 1000 events", configuration: routerConfiguration()) { benchmark in
+    Benchmark("Harness-only-1000-events", configuration: routerConfiguration()) { benchmark in
         let events = eventMix(count: 4096, sources: 1)
         var delivered = 0
         var index = 0
@@ -108,17 +108,17 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(delivered)
     }
 
-    Benchmark("Router 1-stage route, 1000 events", configuration: routerConfiguration()) { benchmark in
+    Benchmark("Router-1-stage-1000-events", configuration: routerConfiguration()) { benchmark in
         let graph = RouteGraph(routes: [CompiledRoute(sources: [EndpointID(0)], sinks: [EndpointID(1)], stages: [Transpose(semitones: 12)])], endpointCount: 2)
         measure(benchmark, router: Router(graph: graph), events: eventMix(count: 4096, sources: 1))
     }
 
-    Benchmark("Router 6-stage route, 1000 events", configuration: routerConfiguration()) { benchmark in
+    Benchmark("Router-6-stage-1000-events", configuration: routerConfiguration()) { benchmark in
         let graph = RouteGraph(routes: [CompiledRoute(sources: [EndpointID(0)], sinks: [EndpointID(1)], stages: sixStages())], endpointCount: 2)
         measure(benchmark, router: Router(graph: graph), events: eventMix(count: 4096, sources: 1))
     }
 
-    Benchmark("Router 100 routes (100 sources), 1000 events", configuration: routerConfiguration()) { benchmark in
+    Benchmark("Router-100-routes-100-sources-1000-events", configuration: routerConfiguration()) { benchmark in
         let routes = (0..<100).map { i in
             CompiledRoute(sources: [EndpointID(UInt16(i))], sinks: [EndpointID(UInt16(100 + i % 8))], stages: sixStages())
         }
@@ -126,7 +126,7 @@ let benchmarks: @Sendable () -> Void = {
         measure(benchmark, router: Router(graph: graph), events: eventMix(count: 4096, sources: 100))
     }
 
-    Benchmark("Router 1 source fanned out to 100 routes, 1000 events", configuration: routerConfiguration()) { benchmark in
+    Benchmark("Router-fan-out-100-routes-1000-events", configuration: routerConfiguration()) { benchmark in
         let routes = (0..<100).map { i in
             CompiledRoute(sources: [EndpointID(0)], sinks: [EndpointID(UInt16(1 + i))], stages: [Transpose(semitones: i % 12)])
         }
