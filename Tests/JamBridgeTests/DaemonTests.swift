@@ -24,6 +24,20 @@ func writeSetup(in directory: URL, song entries: [TimedSong.Entry], routes: Stri
     return routeFile.path
 }
 
+/// Writes a route file into `directory` playing `song` (relative to it) straight into the
+/// recorder `out.mid`; returns the route file's path.
+func writePlainRoute(in directory: URL, song: String = "song.mid", loop: Bool = false) throws -> String {
+    let routeFile = directory.appendingPathComponent("routes.yaml")
+    try """
+        endpoints:
+          song: { file: \(song), loop: \(loop) }
+          tape: { record: out.mid }
+        routes:
+          - { from: song, to: tape }
+        """.write(to: routeFile, atomically: true, encoding: .utf8)
+    return routeFile.path
+}
+
 /// The messages of the recording at `path`.
 func recorded(_ path: URL) throws -> [MIDIMessage] {
     TimedSong(try StandardMIDIFile(bytes: [UInt8](try Data(contentsOf: path)))).entries.map(\.message)
@@ -101,18 +115,9 @@ private let logger = Logger(label: "jambridge-test")
         // The note-off comes after the song's end: each loop must release it.
         var entries: [TimedSong.Entry] = [.init(offset: 0, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100)))]
         entries.append(.init(offset: 100 * ms, message: .start))
-        let song = StandardMIDIFile.recording(entries)
-        let dirSong = dir.appendingPathComponent("song.mid")
-        try Data(song.encoded()).write(to: dirSong)
-        let routeFile = dir.appendingPathComponent("routes.yaml")
-        try """
-            endpoints:
-              song: { file: song.mid, loop: true }
-              tape: { record: out.mid }
-            routes:
-              - { from: song, to: tape }
-            """.write(to: routeFile, atomically: true, encoding: .utf8)
-        _ = try JamBridgeDaemon(options: .init(files: [routeFile.path], stopAfter: 0.75), logger: logger).run()
+        try Data(StandardMIDIFile.recording(entries).encoded()).write(to: dir.appendingPathComponent("song.mid"))
+        let routeFile = try writePlainRoute(in: dir, loop: true)
+        _ = try JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 0.75), logger: logger).run()
         let messages = try recorded(dir.appendingPathComponent("out.mid"))
         let noteOns = messages.filter { if case .noteOn(_, _, let v) = $0 { v.value > 0 } else { false } }
         #expect(noteOns.count >= 3)
@@ -160,33 +165,19 @@ private let logger = Logger(label: "jambridge-test")
 
     @Test func aMissingSongIsLoggedAndTheRestRuns() throws {
         let dir = try temporaryDirectory()
-        let routeFile = dir.appendingPathComponent("routes.yaml")
-        try """
-            endpoints:
-              song: { file: nowhere.mid }
-              tape: { record: out.mid }
-            routes:
-              - { from: song, to: tape }
-            """.write(to: routeFile, atomically: true, encoding: .utf8)
-        _ = try JamBridgeDaemon(options: .init(files: [routeFile.path], stopAfter: 0.1), logger: logger).run()
+        let routeFile = try writePlainRoute(in: dir, song: "nowhere.mid")
+        _ = try JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 0.1), logger: logger).run()
         #expect(try recorded(dir.appendingPathComponent("out.mid")).isEmpty)
     }
 
     @Test func aReloadRetriesASongThatFailedToLoad() throws {
         let dir = try temporaryDirectory()
-        let routeFile = dir.appendingPathComponent("routes.yaml")
-        try """
-            endpoints:
-              song: { file: song.mid }
-              tape: { record: out.mid }
-            routes:
-              - { from: song, to: tape }
-            """.write(to: routeFile, atomically: true, encoding: .utf8)
+        let routeFile = try writePlainRoute(in: dir)
         let song = StandardMIDIFile.recording([
             .init(offset: 0, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100))),
             .init(offset: 10 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
         ]).encoded()
-        let daemon = JamBridgeDaemon(options: .init(files: [routeFile.path], stopAfter: 1.5), logger: logger)
+        let daemon = JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 1.5), logger: logger)
         let songPath = dir.appendingPathComponent("song.mid")
         let fixer = Thread {
             Thread.sleep(forTimeInterval: 0.2)
