@@ -19,9 +19,15 @@ let package = Package(
         .target(name: "MIDI"),
         // Route files (YAML) -> compiled route graph -> router. No I/O, no clock.
         .target(name: "Routing", dependencies: ["MIDI", .product(name: "Yams", package: "Yams")]),
+        // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
+        .target(name: "RTPMIDI", dependencies: ["MIDI"]),
+        // The avahi dns_sd compatibility library (Debian libavahi-compat-libdnssd-dev).
+        .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+        // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
+        .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing",
+            "MIDI", "Routing", "RTPMIDI", "Bonjour",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
@@ -33,7 +39,9 @@ let package = Package(
         .target(name: "MIDITestSupport", dependencies: ["MIDI"], path: "Tests/MIDITestSupport"),
         .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "JamBridge"]),
+        .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "MIDITestSupport"]),
+        .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RTPMIDI", "JamBridge"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

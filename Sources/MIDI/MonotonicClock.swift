@@ -1,9 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import MIDI
 
-/// The program's one clock: CLOCK_MONOTONIC, read only at the edges (endpoints and the engine).
+/// The program's one clock: CLOCK_MONOTONIC, read only at the edges (adapters and the engine),
+/// never by the core (router, session state machines), which is handed instants.
 public enum MonotonicClock {
     /// The current instant.
     public static func now() -> MonotonicInstant {

@@ -1,0 +1,472 @@
+import MIDI
+
+/// Which of a session's two UDP ports a datagram uses.
+public enum SessionPort: Sendable {
+    /// The control port (N): IN/OK/NO/BY, RS.
+    case control
+    /// The data port (N+1): IN/OK/NO/BY, CK, RTP-MIDI.
+    case data
+}
+
+/// Where a session's output goes: datagrams to send, MIDI received, peers coming and going.
+/// Called synchronously from the session's methods, on the caller's thread.
+public protocol RTPMIDISessionDelegate: AnyObject {
+    /// Sends `datagram` from our `port` to `address`.
+    func session(send datagram: UnsafeRawBufferPointer, from port: SessionPort, to address: NetworkAddress)
+    /// `message` arrived from `peer`, to be played at `time`.
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant)
+    /// `peer` completed the handshake on both ports.
+    func session(peerJoined peer: PeerInfo)
+    /// `peer` left; its held notes have already been released through `received`.
+    func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason)
+    /// A datagram from `address` was dropped for `reason` (it is counted too).
+    func session(dropped reason: String, from address: NetworkAddress)
+    /// An invitation to `target` failed (no answer, or rejected); it will be retried.
+    func session(invitationFailed target: String, at address: NetworkAddress, reason: String)
+}
+
+/// What the session has counted since it started.
+public struct SessionCounters: Equatable, Sendable {
+    /// RTP-MIDI packets accepted.
+    public var packetsReceived = 0
+    /// MIDI messages delivered from peers.
+    public var messagesReceived = 0
+    /// RTP-MIDI packets sent.
+    public var packetsSent = 0
+    /// Datagrams dropped as malformed (bad signature, truncated, bad lengths...).
+    public var malformed = 0
+    /// RTP packets from an SSRC with no session.
+    public var unknownSender = 0
+    /// Missing RTP sequence numbers seen (packets lost or reordered on the way).
+    public var sequenceGaps = 0
+    /// Invitations we turned down (policy, version, SSRC collision, data IN without control).
+    public var invitationsRejected = 0
+    /// Times a peer used our own SSRC.
+    public var ssrcCollisions = 0
+}
+
+/// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
+/// `nextDeadline`; it answers through its delegate. Many peers, both roles. Not thread-safe:
+/// use it from one thread or serial queue.
+public final class RTPMIDISession {
+    /// The configuration in force.
+    public let configuration: SessionConfiguration
+    /// Our SSRC (changes only on a collision while no peer is connected).
+    public private(set) var ssrc: UInt32
+    /// What has been counted.
+    public private(set) var counters = SessionCounters()
+
+    private unowned let delegate: RTPMIDISessionDelegate
+    private let random: () -> UInt32
+    /// Peers by control SSRC, and the control SSRC of each data SSRC.
+    private var peers: [UInt32: SessionPeer] = [:]
+    private var controlSSRCByDataSSRC: [UInt32: UInt32] = [:]
+    private var targets: [InvitationTarget] = []
+    private var datagram: [UInt8] = []
+
+    /// A session answering through `delegate`; `random` supplies SSRCs, tokens and sequence
+    /// numbers (non-zero values).
+    public init(configuration: SessionConfiguration, delegate: RTPMIDISessionDelegate,
+                random: @escaping () -> UInt32 = { UInt32.random(in: 1...UInt32.max) }) {
+        self.configuration = configuration
+        self.delegate = delegate
+        self.random = random
+        ssrc = random()
+        datagram.reserveCapacity(64)
+    }
+
+    /// The connected peers.
+    public var connectedPeers: [PeerInfo] {
+        peers.values.filter { $0.stage == .connected }.map(\.info).sorted { $0.name < $1.name }
+    }
+
+    // MARK: Receiving
+
+    /// Handles one datagram that arrived on `port` from `address` at `now`.
+    public func receive(_ bytes: UnsafeRawBufferPointer, on port: SessionPort, from address: NetworkAddress,
+                        now: MonotonicInstant) {
+        if SessionPacket.isSessionPacket(bytes) {
+            do {
+                handle(try SessionPacket(parsing: bytes), on: port, from: address, now: now)
+            } catch {
+                drop("\(error)", from: address)
+            }
+        } else if port == .data {
+            receiveRTP(bytes, from: address, now: now)
+        } else {
+            drop("RTP on the control port", from: address)
+        }
+    }
+
+    private func handle(_ packet: SessionPacket, on port: SessionPort, from address: NetworkAddress, now: MonotonicInstant) {
+        switch packet {
+        case .invitation(let h): port == .control ? controlInvitation(h, from: address, now: now)
+                                                   : dataInvitation(h, from: address, now: now)
+        case .accepted(let h): accepted(h, on: port, from: address, now: now)
+        case .rejected(let h): rejected(h, from: address, now: now)
+        case .bye(let h): bye(h, from: address, now: now)
+        case .clockSync(let ck): clockSync(ck, from: address, now: now)
+        case .receiverFeedback(let ssrc, let sequence):
+            peer(ssrc)?.confirmedSequence = sequence
+        case .ignored:
+            break
+        }
+    }
+
+    private func controlInvitation(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
+        let name = h.name ?? ""
+        if let refusal = refusal(of: h, name: name) {
+            counters.invitationsRejected += 1
+            sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
+            delegate.session(dropped: "invitation from '\(name)' refused: \(refusal)", from: address)
+            return
+        }
+        if let existing = peers[h.ssrc] { // the peer restarted and invites again: start afresh
+            remove(existing, reason: .reinvited, now: now)
+        }
+        let info = PeerInfo(ssrc: h.ssrc, name: name, address: address, weInvited: false, clock: nil)
+        peers[h.ssrc] = makePeer(info, token: h.token, now: now)
+        for index in targets.indices where targets[index].address == address {
+            targets[index].state = .connected(ssrc: h.ssrc) // it invited us first: no need to invite it
+        }
+        sendSession(.accepted(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
+    }
+
+    /// Why an invitation is turned down, or nil to accept it.
+    private func refusal(of h: SessionPacket.Handshake, name: String) -> String? {
+        guard h.version == 2 else { return "protocol version \(h.version), only 2 is spoken" }
+        switch configuration.accept {
+        case .anyone: break
+        case .none: return "this session accepts no invitations (accept: none)"
+        case .listed(let globs):
+            guard globs.contains(where: { NameGlob($0).matches(name) }) else { return "'\(name)' is not in the accept list" }
+        }
+        if h.ssrc == ssrc {
+            counters.ssrcCollisions += 1
+            // Our SSRC is ours to change only while no peer knows it.
+            guard peers.isEmpty, !targets.contains(where: { if case .inviting = $0.state { true } else { false } }) else {
+                return "it uses our SSRC"
+            }
+            repeat { ssrc = random() } while ssrc == h.ssrc
+        }
+        return nil
+    }
+
+    private func dataInvitation(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
+        // Matched by SSRC, or by token for initiators that use another SSRC on the data port.
+        let candidate = peers[h.ssrc]
+            ?? peers.values.first { $0.stage == .awaitingData && $0.token == h.token && $0.info.address.isSameHost(as: address) }
+        guard let peer = candidate, peer.token == h.token, peer.info.address.isSameHost(as: address) else {
+            counters.invitationsRejected += 1
+            sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .data, to: address)
+            delegate.session(dropped: "data-port invitation without a control-port session", from: address)
+            return
+        }
+        peer.dataSSRC = h.ssrc
+        peer.dataAddress = address
+        controlSSRCByDataSSRC[h.ssrc] = peer.info.ssrc
+        sendSession(.accepted(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .data, to: address)
+        if peer.stage == .awaitingData { // a repeated IN (our OK was lost) is answered, not announced
+            peer.stage = .connected
+            peer.lastClockSync = now
+            delegate.session(peerJoined: peer.info)
+        }
+    }
+
+    private func accepted(_ h: SessionPacket.Handshake, on port: SessionPort, from address: NetworkAddress, now: MonotonicInstant) {
+        guard let index = targets.firstIndex(where: {
+            if case .inviting(let invitation) = $0.state { invitation.token == h.token } else { false }
+        }), case .inviting(var invitation) = targets[index].state else { return } // late or duplicate OK
+        switch (invitation.phase, port) {
+        case (.control, .control):
+            invitation.peerSSRC = h.ssrc
+            invitation.peerName = h.name ?? ""
+            invitation.phase = .data
+            invitation.attempts = 1
+            invitation.nextAttempt = now.advanced(byNanoseconds: configuration.invitationInterval)
+            targets[index].state = .inviting(invitation)
+            sendSession(.invitation(.init(token: invitation.token, ssrc: ssrc, name: configuration.name)),
+                        from: .data, to: invitation.address.with(port: invitation.address.port &+ 1))
+        case (.data, .data):
+            if let existing = peers[invitation.peerSSRC] { remove(existing, reason: .reinvited, now: now) }
+            let info = PeerInfo(ssrc: invitation.peerSSRC, name: invitation.peerName, address: invitation.address,
+                                weInvited: true, clock: nil)
+            let peer = makePeer(info, token: invitation.token, now: now)
+            peer.stage = .connected
+            peer.dataSSRC = h.ssrc // pymidi answers the data IN with a different SSRC
+            peer.dataAddress = address
+            peers[info.ssrc] = peer
+            controlSSRCByDataSSRC[h.ssrc] = info.ssrc
+            targets[index].state = .connected(ssrc: info.ssrc)
+            delegate.session(peerJoined: info)
+            startClockSync(peer, now: now)
+        default:
+            break
+        }
+    }
+
+    private func rejected(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
+        guard let index = targets.firstIndex(where: {
+            if case .inviting(let invitation) = $0.state { invitation.token == h.token } else { false }
+        }) else { return }
+        targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+        delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
+                         reason: "'\(h.name ?? "")' rejected the invitation")
+    }
+
+    private func bye(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
+        // macOS sends BY with token 0 and reuses SSRCs: match by SSRC, not token.
+        if let peer = peer(h.ssrc), peer.info.address.isSameHost(as: address) {
+            remove(peer, reason: .saidGoodbye, now: now)
+        } else if let index = targets.firstIndex(where: {
+            if case .inviting(let invitation) = $0.state { invitation.address.isSameHost(as: address) && invitation.peerSSRC == h.ssrc }
+            else { false }
+        }) {
+            targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+        }
+    }
+
+    private func clockSync(_ ck: SessionPacket.ClockSync, from address: NetworkAddress, now: MonotonicInstant) {
+        guard let peer = peer(ck.ssrc), peer.stage == .connected else {
+            counters.unknownSender += 1
+            delegate.session(dropped: "CK from SSRC \(ck.ssrc), which has no session", from: address)
+            return
+        }
+        peer.lastClockSync = now
+        let (ts1, ts2, _) = ck.timestamps
+        switch ck.count {
+        case 0: // we answer as responder, whichever side invited
+            sendSession(.clockSync(.init(ssrc: ssrc, count: 1, timestamps: (ts1, SessionClock.ticks(now), 0))),
+                        from: .data, to: address)
+        case 1: // the answer to our CK 0: finish the exchange
+            let ts3 = SessionClock.ticks(now)
+            sendSession(.clockSync(.init(ssrc: ssrc, count: 2, timestamps: (ts1, ts2, ts3))), from: .data, to: address)
+            peer.info.clock = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3)
+        default: // count 2 is never answered (a peer that did looped forever)
+            let result = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ck.timestamps.2)
+            // Stored from our side: our clock minus the initiator's.
+            peer.info.clock = ClockSyncResult(roundTrip: result.roundTrip, offset: -result.offset)
+        }
+    }
+
+    private func receiveRTP(_ bytes: UnsafeRawBufferPointer, from address: NetworkAddress, now: MonotonicInstant) {
+        let header: RTPHeader, payload: Range<Int>
+        do {
+            (header, payload) = try RTPHeader.parse(bytes)
+        } catch {
+            drop("\(error)", from: address)
+            return
+        }
+        guard let peer = peer(header.ssrc), peer.stage == .connected else {
+            counters.unknownSender += 1
+            delegate.session(dropped: "RTP from SSRC \(header.ssrc), which has no session", from: address)
+            return
+        }
+        do {
+            try peer.receiver.receive(UnsafeRawBufferPointer(rebasing: bytes[payload])) { message, _ in
+                peer.held.track(message)
+                counters.messagesReceived += 1
+                delegate.session(received: message, from: peer.info, at: now)
+            }
+        } catch {
+            drop("\(error)", from: address)
+            return
+        }
+        counters.packetsReceived += 1
+        if let last = peer.lastSequence, header.sequence != last &+ 1 {
+            counters.sequenceGaps += Int(header.sequence &- last &- 1)
+        }
+        peer.lastSequence = header.sequence
+        if peer.feedbackDue == nil {
+            let earliest = peer.lastFeedbackSent?.advanced(byNanoseconds: configuration.receiverFeedbackInterval) ?? now
+            peer.feedbackDue = max(now, earliest)
+        }
+    }
+
+    // MARK: Sending
+
+    /// Queues `message`, due at `time`, for every connected peer (or only `peer`); packets go
+    /// out when full and on `flush`.
+    public func send(_ message: MIDIMessage, at time: MonotonicInstant, to peerSSRC: UInt32? = nil) {
+        let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
+        if let peerSSRC {
+            if let peer = peers[peerSSRC], peer.stage == .connected { queue(message, tick: tick, to: peer) }
+        } else {
+            for peer in peers.values where peer.stage == .connected { queue(message, tick: tick, to: peer) }
+        }
+    }
+
+    private func queue(_ message: MIDIMessage, tick: UInt32, to peer: SessionPeer) {
+        peer.sender.append(message, tick: tick) { packet in sendRTP(packet, to: peer) }
+    }
+
+    /// Sends every queued message now.
+    public func flush() {
+        for peer in peers.values where !peer.sender.isEmpty {
+            peer.sender.flush { packet in sendRTP(packet, to: peer) }
+        }
+    }
+
+    private func sendRTP(_ packet: UnsafeRawBufferPointer, to peer: SessionPeer) {
+        counters.packetsSent += 1
+        delegate.session(send: packet, from: .data, to: peer.dataAddress)
+    }
+
+    // MARK: Inviting
+
+    /// Keeps inviting the session at `address` (its control port) until it joins, and again
+    /// whenever it leaves; `label` names it in reports (a Bonjour name or `host:port`).
+    public func invite(_ address: NetworkAddress, label: String, now: MonotonicInstant) {
+        guard !targets.contains(where: { $0.address == address }) else { return }
+        targets.append(InvitationTarget(address: address, label: label, state: .waiting(until: now)))
+        tick(now: now)
+    }
+
+    /// Stops inviting `address` (a connected peer stays until it leaves).
+    public func stopInviting(_ address: NetworkAddress) {
+        targets.removeAll { $0.address == address }
+    }
+
+    // MARK: Time
+
+    /// When `tick` must next be called, if anything is pending.
+    public var nextDeadline: MonotonicInstant? {
+        var deadline: MonotonicInstant?
+        func consider(_ instant: MonotonicInstant?) {
+            if let instant, deadline.map({ instant < $0 }) ?? true { deadline = instant }
+        }
+        for peer in peers.values {
+            consider(peer.deadline)
+            consider(peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout))
+        }
+        for target in targets {
+            switch target.state {
+            case .waiting(let until): consider(until)
+            case .inviting(let invitation): consider(invitation.nextAttempt)
+            case .connected: break
+            }
+        }
+        return deadline
+    }
+
+    /// Does what is due at `now`: invitations, clock syncs, receiver feedback, timeouts.
+    public func tick(now: MonotonicInstant) {
+        for peer in Array(peers.values) {
+            if now >= peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout) {
+                remove(peer, reason: .timedOut, now: now)
+                continue
+            }
+            if let due = peer.nextSync, now >= due { sendClockSync(peer, now: now) }
+            if let due = peer.feedbackDue, now >= due, let sequence = peer.lastSequence {
+                sendSession(.receiverFeedback(ssrc: ssrc, sequence: sequence), from: .control, to: peer.info.address)
+                peer.feedbackDue = nil
+                peer.lastFeedbackSent = now
+            }
+        }
+        for index in targets.indices { advanceInvitation(index, now: now) }
+    }
+
+    private func advanceInvitation(_ index: Int, now: MonotonicInstant) {
+        switch targets[index].state {
+        case .connected:
+            return
+        case .waiting(let until):
+            guard now >= until else { return }
+            targets[index].state = .inviting(Invitation(address: targets[index].address, token: random(), nextAttempt: now))
+        case .inviting(let invitation):
+            guard now >= invitation.nextAttempt else { return }
+        }
+        guard case .inviting(var invitation) = targets[index].state else { return }
+        guard invitation.attempts < configuration.invitationAttempts else {
+            targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+            delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
+                             reason: "no answer to \(invitation.attempts) invitations")
+            return
+        }
+        invitation.attempts += 1
+        invitation.nextAttempt = now.advanced(byNanoseconds: configuration.invitationInterval)
+        targets[index].state = .inviting(invitation)
+        let (port, address) = invitation.phase == .control
+            ? (SessionPort.control, invitation.address)
+            : (SessionPort.data, invitation.address.with(port: invitation.address.port &+ 1))
+        sendSession(.invitation(.init(token: invitation.token, ssrc: ssrc, name: configuration.name)), from: port, to: address)
+    }
+
+    private func startClockSync(_ peer: SessionPeer, now: MonotonicInstant) {
+        peer.syncsStarted = 0
+        sendClockSync(peer, now: now)
+    }
+
+    private func sendClockSync(_ peer: SessionPeer, now: MonotonicInstant) {
+        peer.syncsStarted += 1
+        let interval = peer.syncsStarted < configuration.quickSyncCount ? configuration.quickSyncInterval
+                                                                        : configuration.syncInterval
+        peer.nextSync = now.advanced(byNanoseconds: interval)
+        sendSession(.clockSync(.init(ssrc: ssrc, count: 0, timestamps: (SessionClock.ticks(now), 0, 0))),
+                    from: .data, to: peer.dataAddress)
+    }
+
+    // MARK: Leaving
+
+    /// Says goodbye to every peer and abandons invitations; held notes are released.
+    public func close(now: MonotonicInstant) {
+        for peer in Array(peers.values) {
+            sendSession(.bye(.init(token: 0, ssrc: ssrc, name: nil)), from: .control, to: peer.info.address)
+            remove(peer, reason: .closed, now: now)
+        }
+        for target in targets {
+            if case .inviting(let invitation) = target.state {
+                sendSession(.bye(.init(token: invitation.token, ssrc: ssrc, name: nil)), from: .control, to: target.address)
+            }
+        }
+        targets.removeAll()
+    }
+
+    private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
+        peers[peer.info.ssrc] = nil
+        controlSSRCByDataSSRC[peer.dataSSRC] = nil
+        peer.held.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
+        for index in targets.indices {
+            if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
+                // Invite it again when it comes back (after a pause, so a peer that left on purpose is not pestered).
+                let delay = reason == .reinvited ? 0 : configuration.reinvitationDelay
+                targets[index].state = .waiting(until: now.advanced(byNanoseconds: delay))
+            }
+        }
+        if peer.stage == .connected { delegate.session(peerLeft: peer.info, reason: reason) }
+    }
+
+    // MARK: Helpers
+
+    private func makePeer(_ info: PeerInfo, token: UInt32, now: MonotonicInstant) -> SessionPeer {
+        SessionPeer(info: info, token: token, now: now,
+                    receiver: RTPMIDIReceiver(sysExLimit: configuration.sysExLimit),
+                    sender: RTPMIDISender(ssrc: ssrc, sequence: UInt16(truncatingIfNeeded: random()),
+                                          maxDatagram: configuration.maxDatagram,
+                                          runningStatus: configuration.runningStatus))
+    }
+
+    private func peer(_ ssrc: UInt32) -> SessionPeer? {
+        peers[ssrc] ?? controlSSRCByDataSSRC[ssrc].flatMap { peers[$0] }
+    }
+
+    private func sendSession(_ packet: SessionPacket, from port: SessionPort, to address: NetworkAddress) {
+        datagram.removeAll(keepingCapacity: true)
+        packet.encode(into: &datagram)
+        datagram.withUnsafeBytes { delegate.session(send: $0, from: port, to: address) }
+    }
+
+    private func drop(_ reason: String, from address: NetworkAddress) {
+        counters.malformed += 1
+        delegate.session(dropped: reason, from: address)
+    }
+}
+
+extension ClockSyncResult {
+    /// A result with the given round trip and offset.
+    init(roundTrip: Int64, offset: Int64) {
+        self.init(ts1: 0, ts2: 0, ts3: 0)
+        self.roundTrip = roundTrip
+        self.offset = offset
+    }
+}

@@ -1,0 +1,98 @@
+import MIDI
+
+/// What the session tells the outside world about one connected peer.
+public struct PeerInfo: Equatable, Sendable {
+    /// The peer's control-port SSRC: its identity in the session.
+    public var ssrc: UInt32
+    /// The name it gave in IN or OK ("" if none).
+    public var name: String
+    /// Its control port address.
+    public var address: NetworkAddress
+    /// True if we invited it, false if it invited us.
+    public var weInvited: Bool
+    /// The last CK exchange's result, once one completed.
+    public var clock: ClockSyncResult?
+}
+
+/// Why a peer left the session.
+public enum PeerLeaveReason: Equatable, Sendable, CustomStringConvertible {
+    /// It sent BY.
+    case saidGoodbye
+    /// No CK arrived within the timeout.
+    case timedOut
+    /// It invited us again with the same SSRC (it restarted): the old state is dropped.
+    case reinvited
+    /// We closed the session.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .saidGoodbye: "said goodbye"
+        case .timedOut: "timed out (no clock sync)"
+        case .reinvited: "reconnected"
+        case .closed: "session closed"
+        }
+    }
+}
+
+/// One peer's state inside the session.
+final class SessionPeer {
+    enum Stage { case awaitingData, connected }
+
+    var info: PeerInfo
+    var stage: Stage
+    var token: UInt32
+    var dataSSRC: UInt32
+    var dataAddress: NetworkAddress
+    var receiver: RTPMIDIReceiver
+    var sender: RTPMIDISender
+    var held = PeerHeldNotes()
+    /// When the last CK (or, before the first, the handshake) arrived.
+    var lastClockSync: MonotonicInstant
+    /// As initiator: CK exchanges started so far and when the next one is due.
+    var syncsStarted = 0
+    var nextSync: MonotonicInstant?
+    /// The last RTP sequence received, and whether an RS for it is still to be sent.
+    var lastSequence: UInt16?
+    var feedbackDue: MonotonicInstant?
+    var lastFeedbackSent: MonotonicInstant?
+    /// The last sequence the peer confirmed with RS (the journal checkpoint can move past it).
+    var confirmedSequence: UInt16?
+
+    init(info: PeerInfo, token: UInt32, now: MonotonicInstant, receiver: RTPMIDIReceiver, sender: RTPMIDISender) {
+        self.info = info
+        stage = .awaitingData
+        self.token = token
+        dataSSRC = info.ssrc
+        dataAddress = info.address.with(port: info.address.port &+ 1)
+        self.receiver = receiver
+        self.sender = sender
+        lastClockSync = now
+    }
+
+    /// The earliest time this peer needs the session's attention.
+    var deadline: MonotonicInstant? {
+        [nextSync, feedbackDue].compactMap { $0 }.min()
+    }
+}
+
+/// An invitation we are sending (IN on control, then on data), and where it stands.
+struct Invitation {
+    enum Phase { case control, data }
+    var address: NetworkAddress
+    var token: UInt32
+    var phase = Phase.control
+    var attempts = 0
+    var nextAttempt: MonotonicInstant
+    /// From the control OK: the responder's identity and name.
+    var peerSSRC: UInt32 = 0
+    var peerName = ""
+}
+
+/// A peer we keep inviting (from `invite:` or Bonjour), and where it stands.
+struct InvitationTarget {
+    enum State { case waiting(until: MonotonicInstant), inviting(Invitation), connected(ssrc: UInt32) }
+    var address: NetworkAddress
+    var label: String
+    var state: State
+}
