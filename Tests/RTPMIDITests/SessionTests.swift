@@ -1,0 +1,331 @@
+import MIDI
+import MIDITestSupport
+import Testing
+@testable import RTPMIDI
+
+/// A session plus a record of everything it told its delegate.
+final class RecordingHost: RTPMIDISessionDelegate {
+    let address: NetworkAddress
+    var session: RTPMIDISession!
+    var outbox: [(bytes: [UInt8], port: SessionPort, to: NetworkAddress)] = []
+    /// Every datagram ever sent (the outbox empties as the network delivers).
+    var sent: [[UInt8]] = []
+    var received: [(MIDIMessage, String)] = []
+    var joined: [PeerInfo] = []
+    var left: [(PeerInfo, PeerLeaveReason)] = []
+    var dropped: [String] = []
+    var failedInvitations: [String] = []
+
+    init(_ address: NetworkAddress, configuration: SessionConfiguration, ssrc: UInt32) {
+        self.address = address
+        var next = ssrc
+        session = RTPMIDISession(configuration: configuration, delegate: self) {
+            defer { next &+= 1000 }
+            return next
+        }
+    }
+
+    func session(send datagram: UnsafeRawBufferPointer, from port: SessionPort, to address: NetworkAddress) {
+        outbox.append((Array(datagram), port, address))
+        sent.append(Array(datagram))
+    }
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
+        received.append((message, peer.name))
+    }
+    func session(peerJoined peer: PeerInfo) { joined.append(peer) }
+    func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) { left.append((peer, reason)) }
+    func session(dropped reason: String, from address: NetworkAddress) { dropped.append(reason) }
+    func session(invitationFailed target: String, at address: NetworkAddress, reason: String) {
+        failedInvitations.append(reason)
+    }
+
+    /// Session packets sent so far, decoded.
+    var sentSessionPackets: [SessionPacket] {
+        sent.compactMap { datagram in
+            datagram.withUnsafeBytes { bytes in
+                SessionPacket.isSessionPacket(bytes) ? try? SessionPacket(parsing: bytes) : nil
+            }
+        }
+    }
+}
+
+/// Hosts on a lossless in-memory network with a virtual clock.
+final class VirtualNetwork {
+    var hosts: [RecordingHost] = []
+    var now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+    var lose: (([UInt8], SessionPort) -> Bool)?
+
+    func add(_ ip: UInt8, name: String, accept: AcceptPolicy = .anyone, ssrc: UInt32,
+             configure: (inout SessionConfiguration) -> Void = { _ in }) -> RecordingHost {
+        var configuration = SessionConfiguration(name: name, accept: accept)
+        configure(&configuration)
+        let host = RecordingHost(NetworkAddress(ipv4: 10, 0, 0, ip, port: 5004), configuration: configuration, ssrc: ssrc)
+        hosts.append(host)
+        return host
+    }
+
+    /// Delivers datagrams until none are in flight, advancing nothing.
+    func deliver() {
+        var rounds = 0
+        while rounds < 1000 {
+            rounds += 1
+            var moved = false
+            for sender in hosts where !sender.outbox.isEmpty {
+                let datagrams = sender.outbox
+                sender.outbox.removeAll()
+                for datagram in datagrams {
+                    moved = true
+                    if lose?(datagram.bytes, datagram.port) == true { continue }
+                    let fromPort = datagram.port == .control ? sender.address.port : sender.address.port + 1
+                    guard let receiver = hosts.first(where: { $0.address.isSameHost(as: datagram.to) }) else { continue }
+                    let port: SessionPort = datagram.to.port == receiver.address.port ? .control : .data
+                    datagram.bytes.withUnsafeBytes {
+                        receiver.session.receive($0, on: port, from: sender.address.with(port: fromPort), now: now)
+                    }
+                }
+            }
+            if !moved { return }
+        }
+        Issue.record("datagrams kept flowing: a packet loop")
+    }
+
+    /// Advances the clock in steps of `step`, ticking every session and delivering, for `duration`.
+    func run(seconds duration: Double, step: Double = 0.1) {
+        var elapsed = 0.0
+        while elapsed < duration {
+            now = now.advanced(byNanoseconds: UInt64(step * 1e9))
+            elapsed += step
+            for host in hosts { host.session.tick(now: now) }
+            deliver()
+        }
+    }
+}
+
+@Suite struct SessionTests {
+    @Test func initiatorAndResponderHandshakeAndPassMIDIBothWays() throws {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "Studio Rack", ssrc: 100)
+        let b = net.add(2, name: "Mike’s Mac", ssrc: 200)
+        a.session.invite(b.address, label: "10.0.0.2:5004", now: net.now)
+        net.deliver()
+        #expect(a.joined.map(\.name) == ["Mike’s Mac"])
+        #expect(b.joined.map(\.name) == ["Studio Rack"])
+        #expect(a.joined.first?.weInvited == true)
+        #expect(b.joined.first?.weInvited == false)
+        #expect(a.joined.first?.ssrc == 200)
+
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.send(cc(0, 64, 127), at: net.now)
+        a.session.flush()
+        b.session.send(noteOn(1, 40), at: net.now)
+        b.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 60), cc(0, 64, 127)])
+        #expect(a.received.map(\.0) == [noteOn(1, 40)])
+        #expect(a.session.counters.packetsReceived == 1)
+    }
+
+    @Test func initiatorSyncsClocksQuicklyThenEveryTenSecondsAndNeverAnswersCountTwo() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        net.run(seconds: 30)
+        let aSent = a.sentSessionPackets.compactMap { if case .clockSync(let ck) = $0 { ck.count } else { nil } }
+        let bSent = b.sentSessionPackets.compactMap { if case .clockSync(let ck) = $0 { ck.count } else { nil } }
+        // 6 quick syncs in the first 7.5 s, then one every 10 s: 6 + 2 by 30 s (plus the first).
+        #expect(aSent.filter { $0 == 0 }.count == 8)
+        #expect(aSent.filter { $0 == 2 }.count == 8)
+        #expect(bSent == Array(repeating: 1, count: 8))
+        #expect(a.session.connectedPeers.first?.clock?.roundTrip == 0)
+        #expect(b.session.connectedPeers.first?.clock?.offset == 0)
+        #expect(a.left.isEmpty && b.left.isEmpty)
+    }
+
+    @Test func aPeerSilentForTheTimeoutIsDroppedAndItsNotesReleased() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200) { $0.peerTimeout = 20_000_000_000 }
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.send(cc(3, 64, 127), at: net.now)
+        a.session.flush()
+        net.deliver()
+        net.lose = { _, _ in true } // A vanishes from the network
+        net.run(seconds: 21)
+        #expect(b.left.map(\.1) == [.timedOut])
+        #expect(b.received.map(\.0) == [noteOn(0, 60), cc(3, 64, 127), noteOff(0, 60, 64), cc(3, 64, 0)])
+    }
+
+    @Test func byeEndsThePeerAndReleasesItsNotesAndTheInitiatorInvitesAgainLater() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        b.session.send(noteOn(9, 36), at: net.now)
+        b.session.flush()
+        net.deliver()
+        b.session.close(now: net.now)
+        net.deliver()
+        #expect(a.left.map(\.1) == [.saidGoodbye])
+        #expect(a.received.map(\.0) == [noteOn(9, 36), noteOff(9, 36, 64)])
+        #expect(b.left.map(\.1) == [.closed])
+        net.run(seconds: 11)
+        #expect(a.joined.count == 2) // re-invited after the pause, and B accepted again
+    }
+
+    @Test func reinvitationWithAKnownSSRCResetsThePeer() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        a.session.send(noteOn(0, 61), at: net.now)
+        a.session.flush()
+        net.deliver()
+        // A restarts (same SSRC) and invites again.
+        let restarted = net.add(1, name: "A", ssrc: 100)
+        net.hosts.removeAll { $0 === a }
+        restarted.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        #expect(b.left.map(\.1) == [.reinvited])
+        #expect(b.joined.count == 2)
+        #expect(b.received.map(\.0) == [noteOn(0, 61), noteOff(0, 61, 64)])
+        #expect(b.session.connectedPeers.count == 1)
+    }
+
+    @Test func acceptPoliciesRejectWithNO() {
+        let net = VirtualNetwork()
+        let closed = net.add(2, name: "Closed", accept: .none, ssrc: 200)
+        let listed = net.add(3, name: "Listed", accept: .listed(["Jam *"]), ssrc: 300)
+        let stranger = net.add(1, name: "Stranger", ssrc: 100)
+        let friend = net.add(4, name: "Jam Pad", ssrc: 400)
+        stranger.session.invite(closed.address, label: "closed", now: net.now)
+        stranger.session.invite(listed.address, label: "listed", now: net.now)
+        friend.session.invite(listed.address, label: "listed", now: net.now)
+        net.deliver()
+        #expect(closed.joined.isEmpty)
+        #expect(listed.joined.map(\.name) == ["Jam Pad"])
+        #expect(stranger.failedInvitations.count == 2)
+        #expect(closed.session.counters.invitationsRejected == 1)
+        #expect(listed.session.counters.invitationsRejected == 1)
+    }
+
+    @Test func unansweredInvitationsGiveUpAfterTwelveAndRetryLater() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        a.session.invite(NetworkAddress(ipv4: 10, 0, 0, 9, port: 5004), label: "nobody", now: net.now)
+        net.deliver()
+        net.run(seconds: 12.5)
+        let invitations = a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }
+        #expect(invitations.count == 12)
+        #expect(a.failedInvitations == ["no answer to 12 invitations"])
+        net.run(seconds: 10)
+        #expect(a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }.count > 12)
+    }
+
+    @Test func dataPortInvitationWithoutControlSessionGetsNO() {
+        let net = VirtualNetwork()
+        let b = net.add(2, name: "B", ssrc: 200)
+        let raw = net.add(1, name: "raw", ssrc: 100)
+        var bytes: [UInt8] = []
+        SessionPacket.invitation(.init(token: 5, ssrc: 77, name: "x")).encode(into: &bytes)
+        raw.outbox.append((bytes, .data, b.address.with(port: 5005)))
+        net.deliver()
+        #expect(b.sentSessionPackets == [.rejected(.init(token: 5, ssrc: 200, name: "B"))])
+        #expect(b.session.counters.invitationsRejected == 1)
+    }
+
+    @Test func responderWithADifferentDataSSRCIsStillOnePeer() {
+        // pymidi answers the control and data invitations with different SSRCs.
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "pymidi", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        // Rewrite B's data-port OK to carry another SSRC, and B's RTP likewise.
+        let bAddress = b.address
+        net.lose = { bytes, port in
+            if port == .data, bytes.count > 16, bytes[2] == 0x4F, bytes[3] == 0x4B,
+               let host = net.hosts.first(where: { $0.address == bAddress }) {
+                var changed = bytes
+                changed[12] ^= 0x55
+                host.outbox.append((changed, .data, NetworkAddress(ipv4: 10, 0, 0, 1, port: 5005)))
+                net.lose = nil
+                return true
+            }
+            return false
+        }
+        net.deliver()
+        #expect(a.joined.count == 1)
+        #expect(a.joined.first?.ssrc == 200)
+        a.session.send(noteOn(0, 50), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 50)])
+    }
+
+    @Test func ssrcCollisionChangesOurSSRCWhileAloneAndIsRefusedOtherwise() {
+        let net = VirtualNetwork()
+        let b = net.add(2, name: "B", ssrc: 500)
+        let a = net.add(1, name: "A", ssrc: 500) // same SSRC as B
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        #expect(b.joined.count == 1)
+        #expect(b.session.ssrc != 500)
+        #expect(b.session.counters.ssrcCollisions == 1)
+        let c = net.add(3, name: "C", ssrc: b.session.ssrc) // collides while B has a peer
+        c.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        #expect(b.joined.count == 1)
+        #expect(b.session.counters.ssrcCollisions == 2)
+    }
+
+    @Test func receiverFeedbackFollowsReceivedDataAndGapsAreCounted() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        var dropNext = false
+        net.lose = { bytes, _ in
+            guard bytes.first == 0x80 else { return false }
+            defer { dropNext.toggle() }
+            return dropNext
+        }
+        for note in UInt8(0)..<4 {
+            a.session.send(noteOn(0, note), at: net.now)
+            a.session.flush()
+            net.deliver()
+        }
+        net.run(seconds: 1.1)
+        #expect(b.session.counters.sequenceGaps == 1) // packets 2 and 4 lost: one gap seen before packet 3
+        let feedback = b.sentSessionPackets.filter { if case .receiverFeedback = $0 { true } else { false } }
+        #expect(!feedback.isEmpty)
+    }
+
+    @Test func malformedDatagramsAreCountedNotFatal() {
+        let net = VirtualNetwork()
+        let b = net.add(2, name: "B", ssrc: 200)
+        let from = NetworkAddress(ipv4: 10, 0, 0, 1, port: 5005)
+        for bytes: [UInt8] in [[0xFF, 0xFF, 0x49], [0x40, 0, 0, 0], [0x80, 0x61, 0, 1, 0, 0, 0, 1, 0, 0, 0, 9, 0x01, 0x90]] {
+            bytes.withUnsafeBytes { b.session.receive($0, on: .data, from: from, now: net.now) }
+        }
+        #expect(b.session.counters.malformed == 2)
+        #expect(b.session.counters.unknownSender == 1)
+        #expect(b.dropped.count == 3)
+    }
+
+    @Test func ipv6PeersConnect() {
+        let net = VirtualNetwork()
+        let a = RecordingHost(NetworkAddress(numeric: "fd00::1", port: 5004)!, configuration: .init(name: "A6"), ssrc: 100)
+        let b = RecordingHost(NetworkAddress(numeric: "fd00::2", port: 5004)!, configuration: .init(name: "B6"), ssrc: 200)
+        net.hosts += [a, b]
+        a.session.invite(b.address, label: "[fd00::2]:5004", now: net.now)
+        net.deliver()
+        #expect(a.joined.map(\.name) == ["B6"])
+        #expect(b.joined.first?.address.description == "[fd00::1]:5004")
+    }
+}
