@@ -41,7 +41,7 @@ let package = Package(
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RTPMIDI", "JamBridge"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

@@ -2,9 +2,15 @@
 # Installs what jambridge needs to build and test on Debian 12, if it is missing.
 # Swift 6.x itself is a prerequisite (https://www.swift.org/install/linux/): it is not an apt package.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-# Debian packages: mandoc lints the man pages in the tests.
-packages=(mandoc)
+# Debian packages:
+#   libavahi-compat-libdnssd-dev  the dns_sd library jambridge links for Bonjour
+#   mandoc                        lints the man pages in the tests
+#   tshark                        decodes captures of our RTP-MIDI traffic (a peer we did not write)
+#   python3-venv                  the virtual environment holding PyPI pymidi (another such peer)
+#   avahi-daemon avahi-utils dbus iproute2   Bonjour between network namespaces (scripts/avahi-lab.sh)
+packages=(libavahi-compat-libdnssd-dev mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -15,7 +21,24 @@ if ((${#missing[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
+    # A policy-rc.d keeps the host's avahi-daemon from starting: mDNS stays inside the test
+    # namespaces. (One that is already there is left as it is.)
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+        $sudo chmod +x "$policy"
+    fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ -z "$policy" ] || $sudo rm -f "$policy"
+fi
+
+# PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote), pinned with its dependencies.
+venv=.build-peers/venv
+if ! "$venv/bin/python" -c "import pymidi" 2>/dev/null; then
+    echo "install-deps: installing pymidi into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

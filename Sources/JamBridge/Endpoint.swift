@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import MIDI
 
@@ -5,6 +6,11 @@ import MIDI
 public protocol EventSink: AnyObject, Sendable {
     /// Routes `event` (called from any thread).
     func submit(_ event: MIDIEvent)
+    /// The serial queue routing runs on: adapters that read their sockets on it route
+    /// with `routeOnQueue`, without a hop.
+    var queue: DispatchQueue { get }
+    /// Routes `event` now; call only on `queue`.
+    func routeOnQueue(_ event: MIDIEvent)
     /// Releases every note and pedal `source` holds (it looped, ended or went away).
     func releaseHeld(by source: EndpointID)
 }

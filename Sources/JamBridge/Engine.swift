@@ -6,7 +6,7 @@ import Routing
 /// The one place routing happens: owns the router and the sinks on a single serial queue;
 /// sources submit events into it from their own threads.
 public final class Engine: EventSink, @unchecked Sendable {
-    private let queue = DispatchQueue(label: "jambridge.engine", qos: .userInteractive)
+    public let queue = DispatchQueue(label: "jambridge.engine", qos: .userInteractive)
     // Everything below is touched only on `queue`.
     private let router: Router
     private var sinks: [SinkEndpoint?]
@@ -22,9 +22,12 @@ public final class Engine: EventSink, @unchecked Sendable {
     }
 
     public func submit(_ event: MIDIEvent) {
-        queue.async { [self] in
-            router.dispatch(event) { sink, message in deliver(message, from: event.source, to: sink, at: event.time) }
-        }
+        queue.async { [self] in routeOnQueue(event) }
+    }
+
+    public func routeOnQueue(_ event: MIDIEvent) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        router.dispatch(event) { sink, message in deliver(message, from: event.source, to: sink, at: event.time) }
     }
 
     public func releaseHeld(by source: EndpointID) {

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import MIDI
 import Routing
+import RTPMIDI
 
 /// The assembly: turns route files into running endpoints and an engine, and owns the
 /// lifecycle -- start, reload on SIGHUP, clean stop on SIGINT/SIGTERM or after a set time.
@@ -44,6 +45,9 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     private var names: [String] = []
     private var running: [EndpointID: Running] = [:]
     private var signalSources: [DispatchSourceSignal] = []
+    /// The RTP-MIDI session, if a route file declares or uses one, and what it runs with.
+    private var network: NetworkSession?
+    private var networkSettings: SessionSettings?
 
     /// A daemon for `options`, logging to `logger`.
     public init(options: Options, logger: Logger) {
@@ -77,11 +81,56 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 
     private func start(_ configuration: RouteConfiguration) {
         let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
+        openSession(configuration)
         let added = assign(configuration)
         let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
         self.engine = engine
         logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
         startSources(added, engine: engine)
+        startSession(configuration, engine: engine)
+    }
+
+    /// Opens the session the configuration asks for (none, the same as now, or a new one);
+    /// endpoints of the session that is replaced are made again by `assign`.
+    private func openSession(_ configuration: RouteConfiguration) {
+        var problems: [String] = []
+        let settings = configuration.session.map {
+            SessionSettings($0, peerGlobs: configuration.endpoints.compactMap {
+                if case .peer(let glob) = $0.kind { glob } else { nil }
+            }, problems: &problems)
+        }
+        for problem in problems { logger.error("\(problem)") }
+        guard settings != networkSettings || (settings != nil && network == nil) else { return }
+        if let network {
+            network.stop()
+            self.network = nil
+            for (id, endpoint) in running where endpoint.kind.isNetworkSession { running[id] = nil }
+        }
+        networkSettings = settings
+        guard let settings else { return }
+        do {
+            network = try NetworkSession(configuration: settings.configuration, bind: settings.bind,
+                                         port: settings.port, logger: logger)
+        } catch {
+            logger.error("\(configuration.session.map { "\($0.location): " } ?? "")session '\(settings.configuration.name)': \(error); its endpoints stay silent until a reload")
+        }
+    }
+
+    /// Starts a newly opened session and points the running one at the current endpoint IDs.
+    private func startSession(_ configuration: RouteConfiguration, engine: Engine) {
+        guard let network, let settings = networkSettings else { return }
+        let routing = NetworkSession.Routing(
+            session: configuration.endpoints.first { $0.kind == .session }.flatMap { ids[$0.name] },
+            peers: configuration.endpoints.compactMap { declaration in
+                guard case .peer(let glob) = declaration.kind, let id = ids[declaration.name] else { return nil }
+                return (NameGlob(glob), id)
+            })
+        if network.isStarted {
+            network.update(routing: routing)
+            return
+        }
+        network.start(sink: engine, routing: routing)
+        for (address, label) in settings.addresses { network.invite(address, label: label) }
     }
 
     /// Gives every declared endpoint an ID (kept by name across reloads while its kind is the
@@ -116,6 +165,10 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             }
         case .recorder(let path):
             return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
+        case .session, .peer:
+            guard let network else { return Running(kind: declaration.kind) }
+            let glob: NameGlob? = if case .peer(let pattern) = declaration.kind { NameGlob(pattern) } else { nil }
+            return Running(kind: declaration.kind, sink: SessionSink(session: network, glob: glob))
         }
     }
 
@@ -141,6 +194,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             logger.error("reload failed; still running the previous routes:\n\(error)")
             return
         }
+        openSession(configuration)
         let before = running
         let added = assign(configuration)
         let declaredNames = Set(configuration.endpoints.map(\.name))
@@ -155,13 +209,18 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         engine.replace(graph: graph(configuration), sinks: sinkTable(), names: names,
                        stopping: removed.compactMap { before[$0]?.sink })
         startSources(added, engine: engine)
+        startSession(configuration, engine: engine)
         logger.info("reloaded: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) (\(added.count) started, \(removed.count) stopped)")
     }
 
     private func shutdown() -> RouterCounters {
         for signalSource in signalSources { signalSource.cancel() }
         signalSources = []
+        // Programs started after this (the daemon may be embedded, as in the tests) get the defaults back.
+        for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
         for (_, endpoint) in running { endpoint.source?.stop() }
+        network?.stop() // goodbye to the peers; their held notes are released downstream
+        network = nil
         let counters = engine?.stop() ?? RouterCounters()
         engine = nil // a reload arriving after this finds nothing to reload
         logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(counters.unmatchedReleases) unmatched releases, \(counters.heldTableFull) dropped for a full note table")
@@ -182,6 +241,16 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             source.setEventHandler(handler: handler)
             source.resume()
             signalSources.append(source)
+        }
+    }
+}
+
+extension EndpointKind {
+    /// True for the endpoints that are views of the RTP-MIDI session.
+    var isNetworkSession: Bool {
+        switch self {
+        case .session, .peer: true
+        default: false
         }
     }
 }

@@ -1,5 +1,5 @@
-/// A shell-style pattern for session and peer names: `*` any run, `?` one character,
-/// `[abc]` / `[a-z]` / `[!abc]` a set. Case-sensitive; works on characters, so "Mike’s Mac"
+/// A shell-style pattern for session, peer and port names: `*` any run, `?` one character,
+/// `[abc]` / `[a-z]` / `[!abc]` (or `[^abc]`) a set, `\*` a literal `*`. Case-sensitive; works on characters, so "Mike’s Mac"
 /// matches "Mike’s *".
 public struct NameGlob: Hashable, Sendable, CustomStringConvertible {
     /// The pattern as written.
@@ -44,12 +44,14 @@ public struct NameGlob: Hashable, Sendable, CustomStringConvertible {
         switch characters[p] {
         case "?":
             return 1
+        case "\\" where p + 1 < characters.count:
+            return characters[p + 1] == c ? 2 : nil
         case "[":
             guard let close = characters[(p + 1)...].dropFirst().firstIndex(of: "]") else {
                 return c == "[" ? 1 : nil // an unclosed bracket is a literal
             }
             var set = characters[(p + 1)..<close]
-            let negated = set.first == "!"
+            let negated = set.first == "!" || set.first == "^"
             if negated { set = set.dropFirst() }
             var found = false
             var i = set.startIndex

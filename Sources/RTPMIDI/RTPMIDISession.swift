@@ -285,14 +285,12 @@ public final class RTPMIDISession {
 
     // MARK: Sending
 
-    /// Queues `message`, due at `time`, for every connected peer (or only `peer`); packets go
-    /// out when full and on `flush`.
-    public func send(_ message: MIDIMessage, at time: MonotonicInstant, to peerSSRC: UInt32? = nil) {
+    /// Queues `message`, due at `time`, for every connected peer (or only those `accepting`);
+    /// packets go out when full and on `flush`.
+    public func send(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: ((PeerInfo) -> Bool)? = nil) {
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
-        if let peerSSRC {
-            if let peer = peers[peerSSRC], peer.stage == .connected { queue(message, tick: tick, to: peer) }
-        } else {
-            for peer in peers.values where peer.stage == .connected { queue(message, tick: tick, to: peer) }
+        for peer in peers.values where peer.stage == .connected && accepting?(peer.info) ?? true {
+            queue(message, tick: tick, to: peer)
         }
     }
 

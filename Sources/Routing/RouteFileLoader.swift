@@ -17,13 +17,11 @@ struct EndpointReference {
     /// What is wrong with this reference given the declared endpoints, or nil if it is fine.
     func problem(endpoints: [EndpointDeclaration], index: [String: Int], declaredNames: [String]) -> String? {
         guard let position = index[name] else {
-            if name == RouteFileVocabulary.sessionEndpointName {
-                return "the 'session' endpoint is not supported by this version yet (it comes with network sessions)"
-            }
+            let candidates = declaredNames + [RouteFileVocabulary.sessionEndpointName]
+            let hint = RouteFileVocabulary.closest(to: name, in: candidates).map { "did you mean '\($0)'? " } ?? ""
             guard !declaredNames.isEmpty else {
-                return "unknown endpoint '\(name)'; no endpoints are declared (add them under 'endpoints:')"
+                return "unknown endpoint '\(name)'; \(hint)no endpoints are declared (add them under 'endpoints:')"
             }
-            let hint = RouteFileVocabulary.closest(to: name, in: declaredNames).map { "did you mean '\($0)'? " } ?? ""
             return "unknown endpoint '\(name)'; \(hint)declared endpoints: \(declaredNames.joined(separator: ", "))"
         }
         let endpoint = endpoints[position]
@@ -62,6 +60,8 @@ struct RouteFileDocument {
     private(set) var endpoints: [EndpointDeclaration] = []
     /// The routes declared in this file, in order.
     private(set) var routes: [PendingRoute] = []
+    /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
+    var session: SessionDeclaration?
     /// The directory relative paths in the file are resolved against.
     private let directory: URL
 
@@ -142,12 +142,16 @@ struct RouteFileDocument {
                 readEndpoints(value)
             case "routes":
                 readRoutes(value)
+            case "session":
+                session = readSession(value, key: keyNode)
             case _ where RouteFileVocabulary.reservedTopLevelKeys.contains(key):
-                fail(keyNode, "'\(key)' is not supported by this version yet; this version reads 'endpoints' and 'routes'")
+                fail(keyNode, "'\(key)' is not supported by this version yet; "
+                     + "this version reads 'session', 'endpoints' and 'routes'")
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
-                fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are 'endpoints' and 'routes'")
+                fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are "
+                     + "'session', 'endpoints' and 'routes'")
             }
         }
     }
@@ -247,23 +251,30 @@ struct RouteFileDocument {
         }
         var filePath: String??
         var recordPath: String??
+        var peerGlob: String??
+        var kindKey: String?
         var loop: Bool? = false
         var loopKey: Node?
         var valid = true
         for (keyNode, value) in mapping {
             guard let key = scalarKey(keyNode) else { valid = false; continue }
             switch key {
-            case "file":
-                filePath = readPath(value, key: keyNode)
-                if recordPath != nil {
-                    fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
-                    valid = false
+            case "file", "record", "peer":
+                switch key {
+                case "file": filePath = readPath(value, key: keyNode)
+                case "record": recordPath = readPath(value, key: keyNode)
+                default: peerGlob = readPeerGlob(value, key: keyNode)
                 }
-            case "record":
-                recordPath = readPath(value, key: keyNode)
-                if filePath != nil {
-                    fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
+                if let earlier = kindKey {
+                    if [earlier, key].contains("peer") {
+                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'peer' "
+                             + "(a session peer), 'file' (play a MIDI file) or 'record' (record to a MIDI file)")
+                    } else {
+                        fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
+                    }
                     valid = false
+                } else {
+                    kindKey = key
                 }
             case "loop":
                 loopKey = keyNode
@@ -281,12 +292,14 @@ struct RouteFileDocument {
             valid = false
         }
         guard valid, let loop else { return nil }
-        switch (filePath, recordPath) {
-        case (.some(.some(let path)), nil):
+        switch (filePath, recordPath, peerGlob) {
+        case (.some(.some(let path)), nil, nil):
             return .midiFile(path: path, loop: loop)
-        case (nil, .some(.some(let path))):
+        case (nil, .some(.some(let path)), nil):
             return .recorder(path: path)
-        case (nil, nil):
+        case (nil, nil, .some(.some(let glob))):
+            return .peer(glob: glob)
+        case (nil, nil, nil):
             fail(nameNode, "endpoint '\(name)' needs \(usage)")
             return nil
         default:

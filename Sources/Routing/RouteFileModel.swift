@@ -6,11 +6,15 @@ public enum EndpointKind: Hashable, Sendable {
     case midiFile(path: String, loop: Bool)
     /// A recorder (`record:`) writing what reaches it as a Standard MIDI File on stop; a sink only.
     case recorder(path: String)
+    /// The RTP-MIDI session (the reserved name `session`): every peer merged; sends and receives.
+    case session
+    /// The session peers whose names match `glob` (`peer:`); sends and receives.
+    case peer(glob: String)
 
     /// True if the endpoint can be a route's `from`.
     public var canSend: Bool {
         switch self {
-        case .midiFile: true
+        case .midiFile, .session, .peer: true
         case .recorder: false
         }
     }
@@ -19,7 +23,7 @@ public enum EndpointKind: Hashable, Sendable {
     public var canReceive: Bool {
         switch self {
         case .midiFile: false
-        case .recorder: true
+        case .recorder, .session, .peer: true
         }
     }
 }
@@ -73,11 +77,14 @@ public struct RouteConfiguration: Sendable {
     public var endpoints: [EndpointDeclaration]
     /// Routes in declaration order, file after file.
     public var routes: [RouteDeclaration]
+    /// The RTP-MIDI session, or nil if no route file declares or uses one.
+    public var session: SessionDeclaration?
 
-    /// A configuration holding `endpoints` and `routes` as given.
-    public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration]) {
+    /// A configuration holding `endpoints`, `routes` and `session` as given.
+    public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil) {
         self.endpoints = endpoints
         self.routes = routes
+        self.session = session
     }
 
     /// Reads and merges the route files at `files`; endpoint names must be unique across them.
@@ -107,6 +114,27 @@ public struct RouteConfiguration: Sendable {
     /// Checks names across `documents`, then returns the merged configuration or every error.
     private static func merge(_ documents: [RouteFileDocument]) throws(RouteFileErrors) -> RouteConfiguration {
         var errorsByFile: [[RouteFileError]] = documents.map(\.errors)
+        var session: SessionDeclaration?
+        for (fileIndex, document) in documents.enumerated() {
+            guard let declared = document.session else { continue }
+            if let first = session {
+                errorsByFile[fileIndex].append(RouteFileError(
+                    location: declared.location,
+                    message: "the session is already declared at \(first.location); "
+                        + "all route files together declare one 'session'"))
+            } else {
+                session = declared
+            }
+        }
+        // Where the session is first needed (a `peer:` endpoint or a route naming `session`), in file order.
+        var firstUse: (file: Int, location: SourceLocation)?
+        func used(at location: SourceLocation, inFile file: Int) {
+            if let earlier = firstUse,
+               (earlier.file, earlier.location.line, earlier.location.column) <= (file, location.line, location.column) {
+                return
+            }
+            firstUse = (file, location)
+        }
         var endpoints: [EndpointDeclaration] = []
         var endpointIndex: [String: Int] = [:]
         for (fileIndex, document) in documents.enumerated() {
@@ -120,6 +148,7 @@ public struct RouteConfiguration: Sendable {
                 } else {
                     endpointIndex[endpoint.name] = endpoints.count
                     endpoints.append(endpoint)
+                    if case .peer = endpoint.kind { used(at: endpoint.location, inFile: fileIndex) }
                 }
             }
         }
@@ -129,6 +158,14 @@ public struct RouteConfiguration: Sendable {
             for route in document.routes {
                 var valid = route.isValid
                 for reference in route.from + route.to {
+                    if reference.name == RouteFileVocabulary.sessionEndpointName {
+                        used(at: reference.location, inFile: fileIndex)
+                        if endpointIndex[reference.name] == nil {
+                            endpointIndex[reference.name] = endpoints.count
+                            endpoints.append(EndpointDeclaration(name: reference.name, kind: .session,
+                                                                 location: reference.location))
+                        }
+                    }
                     if let problem = reference.problem(endpoints: endpoints, index: endpointIndex,
                                                        declaredNames: declaredNames) {
                         errorsByFile[fileIndex].append(RouteFileError(location: reference.location, message: problem))
@@ -141,10 +178,13 @@ public struct RouteConfiguration: Sendable {
                 }
             }
         }
+        if session == nil, let firstUse {
+            session = SessionDeclaration(location: firstUse.location)
+        }
         let errors = errorsByFile.flatMap { fileErrors in
             fileErrors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) }
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
-        return RouteConfiguration(endpoints: endpoints, routes: routes)
+        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session)
     }
 }

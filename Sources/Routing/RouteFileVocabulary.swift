@@ -3,11 +3,11 @@ import MIDI
 /// The words a route file may use, in one place so messages and the loader agree.
 enum RouteFileVocabulary {
     /// Top-level keys this version reads.
-    static let topLevelKeys = ["endpoints", "routes"]
+    static let topLevelKeys = ["session", "endpoints", "routes"]
     /// Top-level keys reserved for features a later version adds.
-    static let reservedTopLevelKeys = ["session", "activity", "clock", "drums"]
+    static let reservedTopLevelKeys = ["activity", "clock", "drums"]
     /// Keys of an endpoint's mapping.
-    static let endpointKeys = ["file", "loop", "record"]
+    static let endpointKeys = ["file", "loop", "record", "peer"]
     /// Endpoint types reserved for adapters a later version adds.
     static let reservedEndpointKeys = ["alsa", "osc"]
     /// Keys of a route, in the order their stages run (after `from` and `to`).
@@ -23,6 +23,12 @@ enum RouteFileVocabulary {
     static let velocityKeys = ["scale", "fixed", "curve", "from", "to"]
     /// The endpoint name reserved for the RTP-MIDI session.
     static let sessionEndpointName = "session"
+    /// Keys of the `session:` mapping.
+    static let sessionKeys = ["name", "port", "bind", "accept", "invite", "advertise"]
+    /// The words `accept:` takes besides a list of peer names.
+    static let acceptWords = ["anyone", "none", "listed"]
+    /// Keys of an `invite:` entry written as a mapping.
+    static let invitationKeys = ["host", "port"]
 
     /// Message kinds by the names `only:` and `except:` use, in the order messages list them.
     static let messageKinds: [(name: String, kinds: MIDIMessageKinds)] = [

@@ -1,30 +1,6 @@
 import Foundation
 import Testing
 
-/// The built `jambridge` executable, beside the test bundle.
-private let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("jambridge")
-
-/// The repository's top directory.
-private let repositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// Runs jambridge with `arguments`; returns its exit status, standard output and standard error.
-private func jambridge(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.currentDirectoryURL = repositoryRoot
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
-}
-
 @Suite struct CommandLineTests {
     @Test func checkAcceptsEveryShippedRouteFile() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("routes").path)

@@ -1,0 +1,299 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Yams
+
+/// The RTP-MIDI network session a route file's `session:` block declares.
+public struct SessionDeclaration: Equatable, Sendable {
+    /// The control port when `port:` is not written (data uses the next port).
+    public static let defaultPort: UInt16 = 5004
+
+    /// The session's Bonjour and AppleMIDI name; nil lets the daemon call it "jambridge on HOSTNAME".
+    public var name: String?
+    /// The UDP control port, 1-65534; the data port is the next one.
+    public var port: UInt16
+    /// The numeric IPv4 or IPv6 address to listen on; nil for every interface.
+    public var bind: String?
+    /// Which peers may join when they invite the session.
+    public var accept: SessionAcceptance
+    /// The peers the session invites, in the order written.
+    public var invite: [SessionInvitation]
+    /// True if the session is published on Bonjour.
+    public var advertise: Bool
+    /// Where the `session` key is written, or the first use of the session when no file declares it.
+    public var location: SourceLocation
+
+    /// A session declared at `location`; every other setting defaults as jambridge-routes(5) documents.
+    public init(name: String? = nil, port: UInt16 = SessionDeclaration.defaultPort, bind: String? = nil,
+                accept: SessionAcceptance = .anyone, invite: [SessionInvitation] = [], advertise: Bool = true,
+                location: SourceLocation) {
+        self.name = name
+        self.port = port
+        self.bind = bind
+        self.accept = accept
+        self.invite = invite
+        self.advertise = advertise
+        self.location = location
+    }
+}
+
+/// Which peers a session lets join when they invite it (`accept:`).
+public enum SessionAcceptance: Equatable, Sendable {
+    /// Every peer (`anyone`).
+    case anyone
+    /// No peer; the session only joins the peers it invites (`none`).
+    case none
+    /// Peers matching a Bonjour name glob of `invite:` or any `peer:` endpoint's glob (`listed`).
+    case listed
+    /// Peers whose name matches one of these globs (a list of names).
+    case names([String])
+}
+
+/// One entry of a session's `invite:` list: a peer the session connects to.
+public enum SessionInvitation: Equatable, Sendable {
+    /// Every Bonjour-advertised session whose name matches `glob`.
+    case bonjour(glob: String)
+    /// The session at `host` (a numeric address or a host name) with control port `port`.
+    case address(host: String, port: UInt16)
+}
+
+/// The readers of the `session:` block and of `peer:` endpoints.
+extension RouteFileDocument {
+    /// Bonjour's limit on a service name (one DNS label), in UTF-8 bytes.
+    static let maximumSessionNameBytes = 63
+
+    /// Reads the `session:` mapping written at `key`; settings with mistakes keep their defaults.
+    mutating func readSession(_ node: Node, key: Node) -> SessionDeclaration {
+        var session = SessionDeclaration(location: location(key))
+        if Self.isEmpty(node) { return session }
+        guard let mapping = node.mapping else {
+            fail(node, "'session' is a mapping such as '{ name: Studio Rack, port: 5004 }', not \(Self.describe(node))")
+            return session
+        }
+        var values: [String: (key: Node, value: Node)] = [:]
+        for (keyNode, value) in mapping {
+            guard let name = scalarKey(keyNode) else { continue }
+            if RouteFileVocabulary.sessionKeys.contains(name) {
+                values[name] = (keyNode, value)
+            } else {
+                failUnknownKey(keyNode, name, known: RouteFileVocabulary.sessionKeys, in: "the session")
+            }
+        }
+        if let name = values["name"] { session.name = readSessionName(name.value, key: name.key) }
+        if let port = values["port"], let number = readPort(port.value, what: "the session port") {
+            session.port = number
+        }
+        if let bind = values["bind"] { session.bind = readBindAddress(bind.value, key: bind.key) }
+        if let accept = values["accept"], let acceptance = readAcceptance(accept.value, key: accept.key) {
+            session.accept = acceptance
+        }
+        if let invite = values["invite"] { session.invite = readInvitations(invite.value) }
+        if let advertise = values["advertise"], let flag = readBool(advertise.value, key: "advertise") {
+            session.advertise = flag
+        }
+        return session
+    }
+
+    /// The `name:` of the session: non-empty text of at most 63 UTF-8 bytes.
+    private mutating func readSessionName(_ node: Node, key: Node) -> String? {
+        guard let name = node.scalar?.string else {
+            fail(node, "'name' is the session's name as text, such as 'Studio Rack', not \(Self.describe(node))")
+            return nil
+        }
+        guard !name.isEmpty, !Self.isEmpty(node) else {
+            fail(Self.isEmpty(node) ? key : node, "the session name is empty; write the name peers see, "
+                 + "such as 'Studio Rack', or leave 'name' out for 'jambridge on HOSTNAME'")
+            return nil
+        }
+        let bytes = name.utf8.count
+        guard bytes <= Self.maximumSessionNameBytes else {
+            fail(node, "the session name is \(bytes) bytes long; Bonjour names are at most "
+                 + "\(Self.maximumSessionNameBytes) bytes (UTF-8), so shorten it")
+            return nil
+        }
+        return name
+    }
+
+    /// A control port 1-65534 (the data port is the next one), described in messages as `what`.
+    private mutating func readPort(_ node: Node, what: String) -> UInt16? {
+        let range = "1-65534 (the data port is the next one)"
+        guard let number = readInteger(node, what: what, range: range) else { return nil }
+        guard (1...65534).contains(number) else {
+            fail(node, "port \(number) is out of range; \(what) is \(range)")
+            return nil
+        }
+        return UInt16(number)
+    }
+
+    /// The `bind:` address: a numeric IPv4 or IPv6 address.
+    private mutating func readBindAddress(_ node: Node, key: Node) -> String? {
+        let form = "a numeric IPv4 or IPv6 address such as '192.168.1.20' or 'fd00::20'; "
+            + "leave 'bind' out to listen on every interface"
+        guard let text = node.scalar?.string, !Self.isEmpty(node), !text.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node, "'bind' is \(form)")
+            return nil
+        }
+        guard Self.isNumericAddress(text) else {
+            fail(node, "'\(text)' is not a numeric address; 'bind' is \(form)")
+            return nil
+        }
+        return text
+    }
+
+    /// The `accept:` value: `anyone`, `none`, `listed` or a list of peer name globs.
+    private mutating func readAcceptance(_ node: Node, key: Node) -> SessionAcceptance? {
+        let choices = "anyone, none, listed or a list of peer names such as [\"Mike’s *\"]"
+        let form = "'accept' is \(choices)"
+        if let sequence = node.sequence {
+            guard !sequence.isEmpty else {
+                fail(node, "'accept' lists no peer names; write 'none' to let no peer join")
+                return nil
+            }
+            var names: [String] = []
+            var valid = true
+            for item in sequence {
+                guard let name = item.scalar?.string, !Self.isEmpty(item), !name.isEmpty else {
+                    fail(item, Self.isEmpty(item) || item.scalar != nil
+                         ? "an empty peer name in 'accept'; write a name or a glob such as \"Mike’s *\""
+                         : "'accept' lists peer names, not \(Self.describe(item))")
+                    valid = false
+                    continue
+                }
+                names.append(name)
+            }
+            return valid ? .names(names) : nil
+        }
+        guard let word = node.scalar?.string, !Self.isEmpty(node) else {
+            fail(Self.isEmpty(node) ? key : node,
+                 Self.isEmpty(node) ? "'accept' needs a value: \(choices)" : "\(form), not \(Self.describe(node))")
+            return nil
+        }
+        switch word {
+        case "anyone": return .anyone
+        case "none": return SessionAcceptance.none
+        case "listed": return .listed
+        default:
+            let hint = RouteFileVocabulary.closest(to: word, in: RouteFileVocabulary.acceptWords)
+                .map { "did you mean '\($0)'? " } ?? ""
+            fail(node, "unknown 'accept' value '\(word)'; \(hint)\(form) (a single name goes in a list)")
+            return nil
+        }
+    }
+
+    /// The `invite:` entries: one entry or a list of them; entries with mistakes are left out.
+    private mutating func readInvitations(_ node: Node) -> [SessionInvitation] {
+        if Self.isEmpty(node) { return [] }
+        let items = node.sequence.map(Array.init) ?? [node]
+        var invitations: [SessionInvitation] = []
+        for item in items {
+            if let invitation = readInvitation(item) { invitations.append(invitation) }
+        }
+        return invitations
+    }
+
+    /// One `invite:` entry: a Bonjour name glob, or `{ host: HOST, port: PORT }`.
+    private mutating func readInvitation(_ node: Node) -> SessionInvitation? {
+        let forms = "an invitation is a Bonjour name such as \"Jam *\" or { host: 10.0.0.2, port: 5004 }"
+        if let mapping = node.mapping {
+            return readAddressInvitation(mapping, at: node, forms: forms)
+        }
+        guard let glob = node.scalar?.string, !Self.isEmpty(node), !glob.isEmpty else {
+            fail(node, Self.isEmpty(node) || node.scalar != nil ? "an empty invitation; \(forms)"
+                 : "\(forms), not \(Self.describe(node))")
+            return nil
+        }
+        return .bonjour(glob: glob)
+    }
+
+    /// An `invite:` entry written as a mapping with `host:` and an optional `port:`.
+    private mutating func readAddressInvitation(_ mapping: Node.Mapping, at node: Node,
+                                                forms: String) -> SessionInvitation? {
+        var host: String?
+        var port = SessionDeclaration.defaultPort
+        var sawHost = false
+        var valid = true
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { valid = false; continue }
+            switch key {
+            case "host":
+                sawHost = true
+                host = readHost(value, key: keyNode)
+                if host == nil { valid = false }
+            case "port":
+                if let number = readPort(value, what: "the peer's port") { port = number } else { valid = false }
+            default:
+                failUnknownKey(keyNode, key, known: RouteFileVocabulary.invitationKeys, in: "an invitation")
+                valid = false
+            }
+        }
+        if !sawHost {
+            fail(node, "an invitation by address needs 'host:', such as { host: 10.0.0.2, port: 5004 }")
+            return nil
+        }
+        guard valid, let host else { return nil }
+        return .address(host: host, port: port)
+    }
+
+    /// The `host:` of an invitation: a numeric IPv4 or IPv6 address or a host name.
+    private mutating func readHost(_ node: Node, key: Node) -> String? {
+        guard let host = node.scalar?.string, !Self.isEmpty(node), !host.isEmpty else {
+            let form = "a numeric address or a host name such as 10.0.0.2 or studio.local"
+            fail(Self.isEmpty(node) ? key : node,
+                 node.scalar != nil ? "'host' is empty; write \(form)" : "'host' is \(form), not \(Self.describe(node))")
+            return nil
+        }
+        if Self.isNumericAddress(host) { return host }
+        if let colon = host.lastIndex(of: ":"), !host[..<colon].isEmpty,
+           Self.isNumericAddress(String(host[..<colon])) || Self.isHostName(String(host[..<colon])),
+           Int(host[host.index(after: colon)...]) != nil {
+            fail(node, "'\(host)' is not a host; write the port apart: "
+                 + "{ host: \(host[..<colon]), port: \(host[host.index(after: colon)...]) }")
+            return nil
+        }
+        guard Self.isHostName(host) else {
+            fail(node, "'\(host)' is not a numeric address or a host name; a host name has letters, digits, "
+                 + "'-' and dots, such as studio.local")
+            return nil
+        }
+        return host
+    }
+
+    /// True if `text` is a numeric IPv4 address (dotted quad) or IPv6 address.
+    static func isNumericAddress(_ text: String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        return text.withCString { address in
+            inet_pton(AF_INET, address, &buffer) == 1 || inet_pton(AF_INET6, address, &buffer) == 1
+        }
+    }
+
+    /// True if `text` is a DNS host name: dot-separated labels of letters, digits and inner hyphens.
+    static func isHostName(_ text: String) -> Bool {
+        let name = text.hasSuffix(".") ? String(text.dropLast()) : text
+        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
+        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            !label.isEmpty && label.utf8.count <= 63 && label.first != "-" && label.last != "-"
+                && label.unicodeScalars.allSatisfy(Self.isLabelScalar)
+        }
+    }
+
+    /// True for the ASCII letters, digits, '-' and '_' a host name label may hold.
+    private static func isLabelScalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", "-", "_": true
+        default: false
+        }
+    }
+
+    /// The `peer:` value of an endpoint: a non-empty name glob; nil (reported) otherwise.
+    mutating func readPeerGlob(_ node: Node, key: Node) -> String? {
+        guard let glob = node.scalar?.string, !Self.isEmpty(node), !glob.isEmpty else {
+            let form = "the peer's session name or a glob such as \"Mike’s *\""
+            fail(Self.isEmpty(node) ? key : node,
+                 node.scalar != nil ? "'peer' is empty; write \(form)" : "'peer' is \(form), not \(Self.describe(node))")
+            return nil
+        }
+        return glob
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import MIDI
+import MIDITestSupport
+import Testing
+
+private let ms: UInt64 = 1_000_000
+
+/// An even UDP port pair unlikely to be taken, different on every run.
+func freshSessionPort() -> UInt16 { UInt16.random(in: 10_000...30_000) * 2 }
+
+/// One of every MIDI message jambridge carries, a 64 KiB SysEx, and a run of clock bytes.
+func everyMessageType() -> [MIDIMessage] {
+    let sysEx = (0..<65536).map { UInt8(($0 * 7) % 128) }
+    var messages: [MIDIMessage] = [
+        noteOn(2, 60, 100), .polyPressure(channel: UInt4(masking: 2), note: UInt7(masking: 60), pressure: UInt7(masking: 50)),
+        cc(2, 64, 127), .programChange(channel: UInt4(masking: 3), program: UInt7(masking: 12)),
+        .channelPressure(channel: UInt4(masking: 3), pressure: UInt7(masking: 33)),
+        .pitchBend(channel: UInt4(masking: 4), value: UInt14(masking: 0x1234)), cc(2, 64, 0), noteOff(2, 60, 20),
+        .sysEx(data: sysEx), .mtcQuarterFrame(UInt7(masking: 0x25)), .songPosition(UInt14(masking: 300)),
+        .songSelect(UInt7(masking: 4)), .tuneRequest, .start,
+    ]
+    messages += Array(repeating: MIDIMessage.timingClock, count: 48)
+    messages += [.stop, .continue, .activeSensing, .stop, .systemReset]
+    return messages
+}
+
+@Suite(.serialized) struct NetworkSessionTests {
+    @Test func twoInstancesOnLoopbackPassEveryMessageTypeSysExAndClockInOrder() throws {
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let messages = everyMessageType()
+        // A 1.5 s lead-in leaves time for the handshake; then 2 ms between messages.
+        let entries = messages.enumerated().map { TimedSong.Entry(offset: 1500 * ms + UInt64($0.offset) * 2 * ms, message: $0.element) }
+        let sender = try writeSetup(in: dir, song: entries, routes: """
+            session:
+              name: Sender
+              port: \(port + 2)
+              advertise: false
+              invite:
+                - { host: 127.0.0.1, port: \(port) }
+            endpoints:
+              song: { file: song.mid }
+            routes:
+              - { from: song, to: session }
+            """)
+        let receiverFile = dir.appendingPathComponent("receiver.yaml")
+        try """
+            session:
+              name: Receiver
+              port: \(port)
+              advertise: false
+            endpoints:
+              tape: { record: received.mid }
+            routes:
+              - { from: session, to: tape }
+            """.write(to: receiverFile, atomically: true, encoding: .utf8)
+        let receiver = try JamBridgeProcess(["run", "--stop-after", "5", receiverFile.path])
+        Thread.sleep(forTimeInterval: 0.3)
+        let senderResult = try jambridge(["run", "--stop-after", "3.5", sender])
+        let receiverResult = receiver.finish()
+        #expect(senderResult.status == 0, "\(senderResult.err)")
+        #expect(receiverResult.status == 0, "\(receiverResult.err)")
+        #expect(receiverResult.err.contains("peer 'Sender' joined"), "\(receiverResult.err)")
+        #expect(senderResult.err.contains("peer 'Receiver' joined"), "\(senderResult.err)")
+        #expect(receiverResult.err.contains("peer 'Sender' left: said goodbye"), "\(receiverResult.err)")
+        let got = try recorded(dir.appendingPathComponent("received.mid"))
+        #expect(got.count == messages.count)
+        #expect(got == messages)
+    }
+
+    @Test func aPeerThatLeavesWithNotesHeldHasThemReleasedDownstream() throws {
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        // The holder presses a note and the sustain pedal, then dies without note-off or BY.
+        let sender = try writeSetup(in: dir, song: [
+            .init(offset: 1000 * ms, message: noteOn(0, 64, 90)),
+            .init(offset: 1000 * ms, message: cc(0, 64, 127)),
+        ], routes: """
+            session: { name: Holder, port: \(port + 2), advertise: false, invite: [ { host: "::1", port: \(port) } ] }
+            endpoints:
+              song: { file: song.mid }
+            routes:
+              - { from: song, to: session }
+            """)
+        let receiverFile = dir.appendingPathComponent("receiver.yaml")
+        try """
+            session: { name: Listener, port: \(port), advertise: false }
+            endpoints:
+              tape: { record: received.mid }
+            routes:
+              - { from: session, to: tape }
+            """.write(to: receiverFile, atomically: true, encoding: .utf8)
+        let receiver = try JamBridgeProcess(["run", "--stop-after", "4", receiverFile.path])
+        Thread.sleep(forTimeInterval: 0.3)
+        let holder = try JamBridgeProcess(["run", sender])
+        Thread.sleep(forTimeInterval: 2)
+        kill(holder.pid, SIGKILL) // gone without a goodbye: no note-off, no BY
+        _ = holder.finish()
+        let result = receiver.finish()
+        #expect(result.status == 0, "\(result.err)")
+        let got = try recorded(dir.appendingPathComponent("received.mid"))
+        // The receiver still counts the vanished peer in; stopping releases what it held.
+        #expect(got.count == 4)
+        #expect(Array(got.prefix(2)) == [noteOn(0, 64, 90), cc(0, 64, 127)])
+        #expect(notesLeftOn(got).isEmpty, "\(got)")
+        #expect(got.last == cc(0, 64, 0))
+    }
+}
