@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "jambridge", targets: ["jambridge"]),
         .library(name: "MIDI", targets: ["MIDI"]),
         .library(name: "Routing", targets: ["Routing"]),
+        .library(name: "RTPMIDI", targets: ["RTPMIDI"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
     ],
     dependencies: [
