@@ -109,14 +109,15 @@ start_daemons() {
     write_avahi_conf "$ns"
     if ! dbus_pid "$ns" >/dev/null; then
         rm -f "$BASE/$ns/run/dbus/pid" "$BASE/$ns/run/dbus/system_bus_socket"
-        in_ns "$ns" dbus-daemon --system --fork
+        # The daemons outlive this script: they must not hold its caller's pipes open.
+        in_ns "$ns" dbus-daemon --system --fork </dev/null >/dev/null 2>&1
         for i in $(seq 50); do [ -S "$BASE/$ns/run/dbus/system_bus_socket" ] && break; sleep 0.1; done
         [ -S "$BASE/$ns/run/dbus/system_bus_socket" ] || die "dbus-daemon did not start in $ns"
     fi
     if ! avahi_pid "$ns" >/dev/null; then
         rm -f "$BASE/$ns/run/avahi-daemon/pid"
         in_ns "$ns" avahi-daemon --no-chroot --no-drop-root -f "$BASE/$ns/avahi-daemon.conf" -D \
-            || die "avahi-daemon did not start in $ns (see: journalctl / syslog, or run it with --debug)"
+            </dev/null >/dev/null 2>&1 || die "avahi-daemon did not start in $ns (see: journalctl / syslog, or run it with --debug)"
         # Ready once it answers on the bus.
         for i in $(seq 100); do
             in_ns "$ns" avahi-browse -at -p >/dev/null 2>&1 && break

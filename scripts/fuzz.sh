@@ -15,6 +15,8 @@ declare -A corpus=(
     [FuzzMIDIParser]=midi-parser
     [FuzzStandardMIDIFile]=smf-reader
     [FuzzRouteFile]=route-file
+    [FuzzSessionPacket]=session-packet
+    [FuzzRTPMIDIPayload]=rtpmidi-payload
 )
 
 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld 2>&1 \

@@ -109,8 +109,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         networkSettings = settings
         guard let settings else { return }
         do {
-            network = try NetworkSession(configuration: settings.configuration, bind: settings.bind,
-                                         port: settings.port, logger: logger)
+            network = try NetworkSession(settings: settings, logger: logger)
         } catch {
             logger.error("\(configuration.session.map { "\($0.location): " } ?? "")session '\(settings.configuration.name)': \(error); its endpoints stay silent until a reload")
         }

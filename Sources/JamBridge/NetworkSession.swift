@@ -1,3 +1,4 @@
+import Bonjour
 import Dispatch
 import Logging
 import MIDI
@@ -17,6 +18,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     let ports: UDPPortPair
     private let configuration: SessionConfiguration
+    private let advertise: Bool
+    private let bonjourGlobs: [NameGlob]
     private let logger: Logger
     // Touched only on the engine's queue once started.
     private var session: RTPMIDISession!
@@ -25,11 +28,19 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     private var timer: DispatchSourceTimer?
     private var flushScheduled = false
     private var droppedLogged = 0
+    private var advertiser: BonjourAdvertiser?
+    private var browser: BonjourBrowser?
+    /// The name Bonjour registered for us (avahi renames on a conflict).
+    private var advertisedName: String?
+    /// Bonjour sessions we invite, by name, at the address we invite.
+    private var discovered: [String: NetworkAddress] = [:]
 
     /// Binds the session's ports; nothing is received or sent until `start`.
-    init(configuration: SessionConfiguration, bind: NetworkAddress?, port: UInt16, logger: Logger) throws(TransportError) {
-        ports = try UDPPortPair(address: bind, port: port)
-        self.configuration = configuration
+    init(settings: SessionSettings, logger: Logger) throws(TransportError) {
+        ports = try UDPPortPair(address: settings.bind, port: settings.port)
+        configuration = settings.configuration
+        advertise = settings.advertise
+        bonjourGlobs = settings.bonjourGlobs
         self.logger = logger
     }
 
@@ -52,6 +63,64 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             }
         }
         logger.info("session '\(configuration.name)' listening on UDP ports \(ports.controlPort) and \(ports.controlPort &+ 1)")
+        sink.queue.sync {
+            publishStatus()
+            if advertise { startAdvertising(on: sink.queue) }
+            if !bonjourGlobs.isEmpty { startBrowsing(on: sink.queue) }
+        }
+    }
+
+    private func startAdvertising(on queue: DispatchQueue) {
+        do {
+            advertiser = try BonjourAdvertiser(name: configuration.name, port: ports.controlPort, queue: queue) {
+                [weak self] result in self?.registered(result)
+            }
+        } catch {
+            logger.warning("session not advertised on Bonjour: \(error); peers can still invite it by address")
+        }
+    }
+
+    private func registered(_ result: Result<String, BonjourError>) {
+        switch result {
+        case .success(let name):
+            advertisedName = name
+            logger.info("advertised on Bonjour as '\(name)' (_apple-midi._udp, port \(ports.controlPort))")
+        case .failure(let error):
+            logger.warning("Bonjour advertisement failed: \(error)")
+        }
+    }
+
+    private func startBrowsing(on queue: DispatchQueue) {
+        do {
+            browser = try BonjourBrowser(queue: queue) { [weak self] event in self?.browsed(event) }
+        } catch {
+            logger.warning("cannot look for \(bonjourGlobs.map { "'\($0)'" }.joined(separator: ", ")) on Bonjour: \(error)")
+        }
+    }
+
+    /// Invites Bonjour sessions whose names match `invite:` globs while they are announced.
+    private func browsed(_ event: BrowseEvent) {
+        switch event {
+        case .found(let service):
+            guard service.name != (advertisedName ?? configuration.name) || service.port != ports.controlPort,
+                  bonjourGlobs.contains(where: { $0.matches(service.name) }),
+                  let address = service.addresses.lazy.compactMap({ NetworkAddress(numeric: $0, port: service.port) }).first
+            else { return }
+            if let previous = discovered[service.name], previous != address { session.stopInviting(previous) }
+            discovered[service.name] = address
+            logger.info("found '\(service.name)' on Bonjour at \(address); inviting it")
+            session.invite(address, label: "'\(service.name)'", now: MonotonicClock.now())
+            reschedule()
+        case .lost(let name):
+            // A connected peer stays until it leaves; it is invited again when it is announced again.
+            guard let address = discovered.removeValue(forKey: name) else { return }
+            session.stopInviting(address)
+        }
+    }
+
+    /// Rewrites the status file `jambridge peers` reads.
+    private func publishStatus() {
+        SessionStatus.write(name: advertisedName ?? configuration.name, port: ports.controlPort, peers: session.connectedPeers)
     }
 
     /// True once `start` ran.
@@ -82,11 +151,14 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             return
         }
         sink.queue.sync {
+            advertiser?.cancel()
+            browser?.cancel()
             session.flush()
             session.close(now: MonotonicClock.now())
             timer?.cancel()
             timer = nil
             ports.close()
+            SessionStatus.remove(port: ports.controlPort)
         }
         self.sink = nil
     }
@@ -143,10 +215,16 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     func session(peerJoined peer: PeerInfo) {
         logger.info("peer '\(peer.name)' joined from \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us"))")
+        publishStatus()
     }
 
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) {
         logger.info("peer '\(peer.name)' left: \(reason)")
+        publishStatus()
+    }
+
+    func session(clockSynced peer: PeerInfo) {
+        publishStatus()
     }
 
     func session(dropped reason: String, from address: NetworkAddress) {

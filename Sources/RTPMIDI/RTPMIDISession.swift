@@ -23,6 +23,13 @@ public protocol RTPMIDISessionDelegate: AnyObject {
     func session(dropped reason: String, from address: NetworkAddress)
     /// An invitation to `target` failed (no answer, or rejected); it will be retried.
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String)
+    /// A CK exchange with `peer` completed; `peer.clock` holds the new round trip and offset.
+    func session(clockSynced peer: PeerInfo)
+}
+
+extension RTPMIDISessionDelegate {
+    /// Clock results are optional news: by default nobody is told.
+    public func session(clockSynced peer: PeerInfo) {}
 }
 
 /// What the session has counted since it started.
@@ -242,10 +249,12 @@ public final class RTPMIDISession {
             let ts3 = SessionClock.ticks(now)
             sendSession(.clockSync(.init(ssrc: ssrc, count: 2, timestamps: (ts1, ts2, ts3))), from: .data, to: address)
             peer.info.clock = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3)
+            delegate.session(clockSynced: peer.info)
         default: // count 2 is never answered (a peer that did looped forever)
             let result = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ck.timestamps.2)
             // Stored from our side: our clock minus the initiator's.
             peer.info.clock = ClockSyncResult(roundTrip: result.roundTrip, offset: -result.offset)
+            delegate.session(clockSynced: peer.info)
         }
     }
 

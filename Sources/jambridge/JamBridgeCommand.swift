@@ -11,7 +11,7 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self]
+        subcommands: [Run.self, Check.self, Peers.self]
     )
 }
 
@@ -113,5 +113,30 @@ struct Check: ParsableCommand {
             report(error)
             throw ExitCode(1)
         }
+    }
+}
+
+/// `jambridge peers`: sessions announced on the network, and this machine's sessions with their peers.
+struct Peers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List RTP-MIDI sessions announced on the network and the peers of running jambridge sessions.",
+        discussion: "Names are printed in double quotes, as 'invite:' and 'peer:' in a route file take them. Bonjour needs a running avahi-daemon; without one only this machine's sessions are listed."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "How long to listen for Bonjour announcements, in seconds.")
+    var browse: Double = 2
+
+    func validate() throws {
+        guard browse >= 0, browse.isFinite, browse <= 60 else { throw ValidationError("--browse takes 0 to 60 seconds") }
+    }
+
+    func run() throws {
+        _ = global.bootstrapLogging()
+        let (text, warnings) = PeerListing.report(browseSeconds: browse)
+        var standardError = StandardError()
+        for warning in warnings { print("jambridge peers: \(warning)", to: &standardError) }
+        print(text, terminator: "")
     }
 }

@@ -15,9 +15,10 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
     private var outData = Data(), errData = Data()
     private let readers = DispatchGroup()
 
-    /// Starts jambridge with `arguments` in the repository's top directory.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = executable
+    /// Starts jambridge (or `launcher`, e.g. a shell running jambridge somewhere else) with
+    /// `arguments` in the repository's top directory.
+    init(_ arguments: [String], launcher: String? = nil, environment: [String: String] = [:]) throws {
+        process.executableURL = launcher.map { URL(fileURLWithPath: $0) } ?? executable
         process.arguments = arguments
         process.currentDirectoryURL = repositoryRoot
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -52,4 +53,34 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
 /// Runs jambridge with `arguments`; returns its exit status, standard output and standard error.
 func jambridge(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     try JamBridgeProcess(arguments).finish()
+}
+
+/// Runs `executable` with `arguments` to completion; returns its status and standard output
+/// (standard error is discarded). posix_spawn and waitpid rather than Foundation's Process,
+/// which was seen to miss the exit of a script that starts daemons (scripts/avahi-lab.sh up).
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, out: String) {
+    var pipeEnds: [Int32] = [0, 0]
+    guard pipe(&pipeEnds) == 0 else { throw POSIXError(.EMFILE) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+    posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    close(pipeEnds[1])
+    guard spawned == 0 else {
+        close(pipeEnds[0])
+        throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .ENOENT)
+    }
+    let output = FileHandle(fileDescriptor: pipeEnds[0], closeOnDealloc: true).readDataToEndOfFile()
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    return (exitStatus, String(decoding: output, as: UTF8.self))
 }

@@ -8,21 +8,6 @@ private let ms: UInt64 = 1_000_000
 /// The Python with PyPI pymidi that scripts/install-deps.sh sets up.
 private let peersPython = repositoryRoot.appendingPathComponent(".build-peers/venv/bin/python")
 
-/// Runs `executable` with `arguments` to completion; returns its status and standard output.
-@discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, out: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
 /// A route file in `dir` whose session `name` on `port` invites `inviting` and plays `song.mid` into it.
 private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviting target: UInt16,
                                  song entries: [TimedSong.Entry]) throws -> String {

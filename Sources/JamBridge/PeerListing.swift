@@ -1,0 +1,69 @@
+import Bonjour
+import Dispatch
+import Foundation
+
+/// What `jambridge peers` prints: RTP-MIDI sessions announced on the network (Bonjour) and
+/// the sessions of jambridge processes on this machine with their connected peers.
+public enum PeerListing {
+    /// Browses Bonjour for `seconds`, then describes what was found and what runs here.
+    /// Problems (no avahi daemon) come back as warnings; the rest is still listed.
+    public static func report(browseSeconds seconds: Double) -> (text: String, warnings: [String]) {
+        var warnings: [String] = []
+        var text = "# sessions announced on the network (Bonjour, \(seconds.formatted()) s)\n"
+        switch browse(seconds: seconds) {
+        case .success(let services) where services.isEmpty:
+            text += "# none\n"
+        case .success(let services):
+            for service in services {
+                let addresses = service.addresses.map { $0.contains(":") ? "[\($0)]:\(service.port)" : "\($0):\(service.port)" }
+                text += "\(quoted(service.name))\t\(service.host)\t\(addresses.joined(separator: " "))\n"
+            }
+        case .failure(let error):
+            warnings.append("\(error)")
+            text += "# not available\n"
+        }
+        text += "# sessions of jambridge on this machine\n"
+        let running = SessionStatus.running()
+        if running.isEmpty { text += "# none\n" }
+        for session in running {
+            text += "\(quoted(session.name))\tport \(session.port)\tpid \(session.pid)\t\(session.peers.count) connected\n"
+            for peer in session.peers {
+                let roundTrip = peer.roundTrip == "-" ? "not synced yet" : "round trip \(peer.roundTrip) ms"
+                text += "  peer \(quoted(peer.name))\t\(peer.address)\t\(roundTrip)\t\(peer.how == "invited" ? "we invited it" : "it invited us")\n"
+            }
+        }
+        return (text, warnings)
+    }
+
+    /// The services announced within `seconds`, by name.
+    private static func browse(seconds: Double) -> Result<[DiscoveredService], BonjourError> {
+        let queue = DispatchQueue(label: "jambridge.peers")
+        let found = FoundServices()
+        let browser: BonjourBrowser
+        do {
+            browser = try BonjourBrowser(queue: queue) { event in found.apply(event) }
+        } catch {
+            return .failure(error)
+        }
+        Thread.sleep(forTimeInterval: seconds)
+        queue.sync { browser.cancel() }
+        return .success(queue.sync { found.services.values.sorted { $0.name < $1.name } })
+    }
+
+    /// A name in double quotes, as a route file's `invite:` or `peer:` takes it.
+    private static func quoted(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+}
+
+/// Services seen so far; touched only on the browser's queue.
+private final class FoundServices: @unchecked Sendable {
+    var services: [String: DiscoveredService] = [:]
+
+    func apply(_ event: BrowseEvent) {
+        switch event {
+        case .found(let service): services[service.name] = service
+        case .lost(let name): services[name] = nil
+        }
+    }
+}
