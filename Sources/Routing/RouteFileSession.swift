@@ -9,6 +9,10 @@ import Yams
 public struct SessionDeclaration: Equatable, Sendable {
     /// The control port when `port:` is not written (data uses the next port).
     public static let defaultPort: UInt16 = 5004
+    /// The peer timeout when `timeout:` is not written: responders drop peers after about 60 s.
+    public static let defaultTimeout = 60
+    /// The range `timeout:` accepts, in seconds: above the 10 s clock-sync interval, at most 10 minutes.
+    public static let timeoutRange = 15...600
 
     /// The session's Bonjour and AppleMIDI name; nil lets the daemon call it "jambridge on HOSTNAME".
     public var name: String?
@@ -22,19 +26,22 @@ public struct SessionDeclaration: Equatable, Sendable {
     public var invite: [SessionInvitation]
     /// True if the session is published on Bonjour.
     public var advertise: Bool
+    /// Seconds without clock sync after which a peer is dropped (its notes released).
+    public var timeout: Int
     /// Where the `session` key is written, or the first use of the session when no file declares it.
     public var location: SourceLocation
 
     /// A session declared at `location`; every other setting defaults as jambridge-routes(5) documents.
     public init(name: String? = nil, port: UInt16 = SessionDeclaration.defaultPort, bind: String? = nil,
                 accept: SessionAcceptance = .anyone, invite: [SessionInvitation] = [], advertise: Bool = true,
-                location: SourceLocation) {
+                timeout: Int = SessionDeclaration.defaultTimeout, location: SourceLocation) {
         self.name = name
         self.port = port
         self.bind = bind
         self.accept = accept
         self.invite = invite
         self.advertise = advertise
+        self.timeout = timeout
         self.location = location
     }
 }
@@ -93,7 +100,20 @@ extension RouteFileDocument {
         if let advertise = values["advertise"], let flag = readBool(advertise.value, key: "advertise") {
             session.advertise = flag
         }
+        if let timeout = values["timeout"] { session.timeout = readTimeout(timeout.value) ?? session.timeout }
         return session
+    }
+
+    /// `timeout:`: whole seconds within `SessionDeclaration.timeoutRange`.
+    private mutating func readTimeout(_ node: Node) -> Int? {
+        let range = SessionDeclaration.timeoutRange
+        let text = "\(range.lowerBound)-\(range.upperBound) seconds without clock sync before a peer is dropped"
+        guard let seconds = readInteger(node, what: "the peer timeout", range: text) else { return nil }
+        guard range.contains(seconds) else {
+            fail(node, "timeout \(seconds) is out of range; 'timeout' is \(text)")
+            return nil
+        }
+        return seconds
     }
 
     /// The `name:` of the session: non-empty text of at most 63 UTF-8 bytes.

@@ -49,12 +49,13 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
               accept: ["Mike’s *", iPad]
               invite: ["Jam *", { host: 10.0.0.2, port: 6004 }, { host: studio.local }]
               advertise: no
+              timeout: 30
             """)
         #expect(configuration.session == SessionDeclaration(
             name: "Studio Rack", port: 5104, bind: "192.168.1.20", accept: .names(["Mike’s *", "iPad"]),
             invite: [.bonjour(glob: "Jam *"), .address(host: "10.0.0.2", port: 6004),
                      .address(host: "studio.local", port: 5004)],
-            advertise: false, location: at(1, 1)))
+            advertise: false, timeout: 30, location: at(1, 1)))
         #expect(configuration.endpoints.isEmpty)
     }
 
@@ -91,6 +92,18 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(try parse("session:\n  advertise: on\n").session?.advertise == true)
         #expect(mistakes("session:\n  advertise: loudly\n") == [
             "r.yaml:2:14: 'advertise' is true or false, not 'loudly'",
+        ])
+    }
+
+    @Test func timeoutIsWholeSecondsInItsRange() throws {
+        #expect(try parse("session:\n  timeout: 15\n").session?.timeout == 15)
+        #expect(try parse("session:\n  timeout: 600\n").session?.timeout == 600)
+        #expect(try parse("session: {}\n").session?.timeout == 60)
+        #expect(mistakes("session:\n  timeout: 5\n") == [
+            "r.yaml:2:12: timeout 5 is out of range; 'timeout' is 15-600 seconds without clock sync before a peer is dropped",
+        ])
+        #expect(mistakes("session:\n  timeout: soon\n") == [
+            "r.yaml:2:12: 'soon' is not a number; the peer timeout is 15-600 seconds without clock sync before a peer is dropped",
         ])
     }
 
@@ -270,7 +283,7 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(mistakes("session:\n  ports: 5004\n") == ["r.yaml:2:3: unknown key 'ports'; did you mean 'port'?"])
         #expect(mistakes("session:\n  acept: none\n") == ["r.yaml:2:3: unknown key 'acept'; did you mean 'accept'?"])
         #expect(mistakes("session:\n  colour: red\n") == [
-            "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise",
+            "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, timeout",
         ])
     }
 
