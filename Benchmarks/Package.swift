@@ -30,6 +30,17 @@ let package = Package(
             path: "Benchmarks/ParserBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // RTP-MIDI forwarding through a running jambridge (latency against a bare UDP relay,
+        // throughput, idle RSS/CPU with 16 peers). Not a package-benchmark target: run
+        // ./rtpmidi-bench.sh, results in ../BENCHMARKS.md.
+        .executableTarget(
+            name: "rtpmidi-bench",
+            dependencies: [
+                .product(name: "MIDI", package: "jambridge"),
+                .product(name: "RTPMIDI", package: "jambridge"),
+            ],
+            path: "Benchmarks/RTPMIDIBench"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,6 +15,12 @@ let package = Package(
         .executableTarget(name: "FuzzRouteFile", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
         ]),
+        .executableTarget(name: "FuzzSessionPacket", dependencies: [
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
+        ]),
+        .executableTarget(name: "FuzzRTPMIDIPayload", dependencies: [
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs what jambridge needs to build and test on Debian 12, if it is missing.
+#   scripts/install-deps.sh        everything the tests need
+#   scripts/install-deps.sh run    only what building and running jambridge needs
 # Swift 6.x itself is a prerequisite (https://www.swift.org/install/linux/): it is not an apt package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +12,8 @@ cd "$(dirname "$0")/.."
 #   tshark                        decodes captures of our RTP-MIDI traffic (a peer we did not write)
 #   python3-venv                  the virtual environment holding PyPI pymidi (another such peer)
 #   avahi-daemon avahi-utils dbus iproute2   Bonjour between network namespaces (scripts/avahi-lab.sh)
-packages=(libavahi-compat-libdnssd-dev mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2)
+packages=(libavahi-compat-libdnssd-dev)
+[ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -35,7 +38,7 @@ fi
 
 # PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote), pinned with its dependencies.
 venv=.build-peers/venv
-if ! "$venv/bin/python" -c "import pymidi" 2>/dev/null; then
+if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi" 2>/dev/null; then
     echo "install-deps: installing pymidi into $venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0

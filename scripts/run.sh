@@ -3,7 +3,7 @@
 #   scripts/run.sh run --monitor --stop-after 30 routes/demo.yaml
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh run
 swift build -c release --product jambridge 2>&1 | grep -v '^\[' || true
 test -x .build/release/jambridge
 exec .build/release/jambridge "$@"
