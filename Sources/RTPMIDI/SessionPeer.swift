@@ -72,7 +72,9 @@ final class SessionPeer {
 
     /// The earliest time this peer needs the session's attention.
     var deadline: MonotonicInstant? {
-        [nextSync, feedbackDue].compactMap { $0 }.min()
+        guard let nextSync else { return feedbackDue }
+        guard let feedbackDue else { return nextSync }
+        return min(nextSync, feedbackDue)
     }
 }
 
