@@ -21,6 +21,7 @@ struct SessionSettings: Equatable {
     init(_ declaration: SessionDeclaration, peerGlobs: [String], problems: inout [String]) {
         var configuration = SessionConfiguration(name: declaration.name ?? Self.defaultName())
         configuration.peerTimeout = UInt64(declaration.timeout) * 1_000_000_000
+        configuration.runningStatus = declaration.runningStatus
         var addresses: [(NetworkAddress, String)] = []
         var bonjourGlobs: [NameGlob] = []
         for invitation in declaration.invite {
@@ -53,6 +54,7 @@ struct SessionSettings: Equatable {
     static func == (a: Self, b: Self) -> Bool {
         a.configuration.name == b.configuration.name && a.configuration.accept == b.configuration.accept
             && a.configuration.peerTimeout == b.configuration.peerTimeout
+            && a.configuration.runningStatus == b.configuration.runningStatus
             && a.bind == b.bind && a.port == b.port && a.advertise == b.advertise
             && a.addresses.map(\.address) == b.addresses.map(\.address) && a.bonjourGlobs == b.bonjourGlobs
     }

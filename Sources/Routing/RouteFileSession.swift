@@ -28,13 +28,16 @@ public struct SessionDeclaration: Equatable, Sendable {
     public var advertise: Bool
     /// Seconds without clock sync after which a peer is dropped (its notes released).
     public var timeout: Int
+    /// Omit repeated channel status bytes in what is sent (smaller packets; every peer reads them).
+    public var runningStatus: Bool
     /// Where the `session` key is written, or the first use of the session when no file declares it.
     public var location: SourceLocation
 
     /// A session declared at `location`; every other setting defaults as jambridge-routes(5) documents.
     public init(name: String? = nil, port: UInt16 = SessionDeclaration.defaultPort, bind: String? = nil,
                 accept: SessionAcceptance = .anyone, invite: [SessionInvitation] = [], advertise: Bool = true,
-                timeout: Int = SessionDeclaration.defaultTimeout, location: SourceLocation) {
+                timeout: Int = SessionDeclaration.defaultTimeout, runningStatus: Bool = false,
+                location: SourceLocation) {
         self.name = name
         self.port = port
         self.bind = bind
@@ -42,6 +45,7 @@ public struct SessionDeclaration: Equatable, Sendable {
         self.invite = invite
         self.advertise = advertise
         self.timeout = timeout
+        self.runningStatus = runningStatus
         self.location = location
     }
 }
@@ -99,6 +103,9 @@ extension RouteFileDocument {
         if let invite = values["invite"] { session.invite = readInvitations(invite.value) }
         if let advertise = values["advertise"], let flag = readBool(advertise.value, key: "advertise") {
             session.advertise = flag
+        }
+        if let running = values["running-status"], let flag = readBool(running.value, key: "running-status") {
+            session.runningStatus = flag
         }
         if let timeout = values["timeout"] { session.timeout = readTimeout(timeout.value) ?? session.timeout }
         return session

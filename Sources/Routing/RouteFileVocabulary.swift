@@ -24,7 +24,7 @@ enum RouteFileVocabulary {
     /// The endpoint name reserved for the RTP-MIDI session.
     static let sessionEndpointName = "session"
     /// Keys of the `session:` mapping.
-    static let sessionKeys = ["name", "port", "bind", "accept", "invite", "advertise", "timeout"]
+    static let sessionKeys = ["name", "port", "bind", "accept", "invite", "advertise", "timeout", "running-status"]
     /// The words `accept:` takes besides a list of peer names.
     static let acceptWords = ["anyone", "none", "listed"]
     /// Keys of an `invite:` entry written as a mapping.

@@ -36,6 +36,7 @@ func everyMessageType() -> [MIDIMessage] {
               name: Sender
               port: \(port + 2)
               advertise: false
+              running-status: yes
               invite:
                 - { host: 127.0.0.1, port: \(port) }
             endpoints:

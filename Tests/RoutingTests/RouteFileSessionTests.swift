@@ -50,12 +50,13 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
               invite: ["Jam *", { host: 10.0.0.2, port: 6004 }, { host: studio.local }]
               advertise: no
               timeout: 30
+              running-status: yes
             """)
         #expect(configuration.session == SessionDeclaration(
             name: "Studio Rack", port: 5104, bind: "192.168.1.20", accept: .names(["Mike’s *", "iPad"]),
             invite: [.bonjour(glob: "Jam *"), .address(host: "10.0.0.2", port: 6004),
                      .address(host: "studio.local", port: 5004)],
-            advertise: false, timeout: 30, location: at(1, 1)))
+            advertise: false, timeout: 30, runningStatus: true, location: at(1, 1)))
         #expect(configuration.endpoints.isEmpty)
     }
 
@@ -283,7 +284,7 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(mistakes("session:\n  ports: 5004\n") == ["r.yaml:2:3: unknown key 'ports'; did you mean 'port'?"])
         #expect(mistakes("session:\n  acept: none\n") == ["r.yaml:2:3: unknown key 'acept'; did you mean 'accept'?"])
         #expect(mistakes("session:\n  colour: red\n") == [
-            "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, timeout",
+            "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, timeout, running-status",
         ])
     }
 
