@@ -159,6 +159,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             timer = nil
             ports.close()
             SessionStatus.remove(port: ports.controlPort)
+            let c = session.counters
+            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.sequenceGaps) lost or out of order, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused")
         }
         self.sink = nil
     }

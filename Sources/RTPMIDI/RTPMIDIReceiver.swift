@@ -49,10 +49,13 @@ public struct RTPMIDIReceiver: Sendable {
         case (.collecting, false): // the previous SysEx's last segment was lost
             sysExIncomplete += 1
             sysEx.removeAll(keepingCapacity: true)
+        case (.discarding, false): // a new SysEx after one being discarded lost its end
+            sysEx.removeAll(keepingCapacity: true)
+            sysExState = .collecting
         case (.idle, true): // a middle or last segment whose first was lost
             sysExIncomplete += 1
             sysExState = .discarding
-        case (.collecting, true), (.discarding, _):
+        case (.collecting, true), (.discarding, true):
             break
         }
     }

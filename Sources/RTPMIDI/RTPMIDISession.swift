@@ -50,6 +50,8 @@ public struct SessionCounters: Equatable, Sendable {
     public var invitationsRejected = 0
     /// Times a peer used our own SSRC.
     public var ssrcCollisions = 0
+    /// SysEx messages dropped: longer than the limit, or a segment lost or cancelled.
+    public var sysExDropped = 0
 }
 
 /// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
@@ -271,6 +273,7 @@ public final class RTPMIDISession {
             delegate.session(dropped: "RTP from SSRC \(header.ssrc), which has no session", from: address)
             return
         }
+        let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         do {
             try peer.receiver.receive(UnsafeRawBufferPointer(rebasing: bytes[payload])) { message, _ in
                 peer.held.track(message)
@@ -280,6 +283,11 @@ public final class RTPMIDISession {
         } catch {
             drop("\(error)", from: address)
             return
+        }
+        if peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete > sysExDroppedBefore {
+            counters.sysExDropped += 1
+            delegate.session(dropped: "a SysEx from '\(peer.info.name)' was longer than \(configuration.sysExLimit) bytes "
+                             + "or lost a segment; it was not passed on", from: address)
         }
         counters.packetsReceived += 1
         if let last = peer.lastSequence, header.sequence != last &+ 1 {

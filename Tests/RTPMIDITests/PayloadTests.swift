@@ -93,6 +93,13 @@ let rtpHeader: [UInt8] = [0x80, 0x61, 0x00, 0x01, 0, 0, 0x10, 0, 0, 0, 0, 42]
         #expect(try decoder.messages(rtpHeader + [0x03, 0xF0, 4, 0xF7]) == [.sysEx(data: [4])])
     }
 
+    @Test func aNewSysExAfterADiscardedOneThatLostItsEndIsDelivered() throws {
+        var decoder = PacketDecoder(receiver: RTPMIDIReceiver(sysExLimit: 2))
+        #expect(try decoder.messages(rtpHeader + [0x05, 0xF0, 1, 2, 3, 0xF0]).isEmpty) // too long, more to come
+        // Its last segment is lost; a new SysEx starts.
+        #expect(try decoder.messages(rtpHeader + [0x03, 0xF0, 7, 0xF7]) == [.sysEx(data: [7])])
+    }
+
     @Test func sysExOverTheLimitIsDroppedAndCounted() throws {
         var decoder = PacketDecoder(receiver: RTPMIDIReceiver(sysExLimit: 4))
         #expect(try decoder.messages(rtpHeader + [0x07, 0xF0, 1, 2, 3, 4, 5, 0xF7]).isEmpty)

@@ -318,6 +318,21 @@ final class VirtualNetwork {
         #expect(b.dropped.count == 3)
     }
 
+    @Test func anOversizedSysExIsDroppedCountedAndReported() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200) { $0.sysExLimit = 100 }
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        a.session.send(.sysEx(data: Array(repeating: 1, count: 101)), at: net.now)
+        a.session.send(.sysEx(data: Array(repeating: 2, count: 100)), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [.sysEx(data: Array(repeating: 2, count: 100))])
+        #expect(b.session.counters.sysExDropped == 1)
+        #expect(b.dropped.contains { $0.contains("longer than 100 bytes") })
+    }
+
     @Test func ipv6PeersConnect() {
         let net = VirtualNetwork()
         let a = RecordingHost(NetworkAddress(numeric: "fd00::1", port: 5004)!, configuration: .init(name: "A6"), ssrc: 100)
