@@ -26,7 +26,17 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     private var sink: EventSink?
     private var routing = Routing()
     private var timer: DispatchSourceTimer?
+    /// The deadline the timer is armed for: re-armed only when the session's changes.
+    private var armedDeadline: MonotonicInstant?
+    /// True while a datagram is handled: what it routes to peers is flushed when it is done.
+    private var handlingDatagram = false
     private var flushScheduled = false
+    /// Per connected peer (by SSRC), the `peer:` endpoints its name matches; and per `peer:`
+    /// sink glob, the peers it sends to. Worked out when peers or routes change, not per message.
+    private var endpointsOfPeer: [UInt32: [EndpointID]] = [:]
+    private var peersOfGlob: [String: Set<UInt32>] = [:]
+    /// Status files are written off the engine's queue.
+    private let statusQueue = DispatchQueue(label: "jambridge.session-status", qos: .utility)
     private var droppedLogged = 0
     private var advertiser: BonjourAdvertiser?
     private var browser: BonjourBrowser?
@@ -52,13 +62,17 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             session = RTPMIDISession(configuration: configuration, delegate: self)
             let timer = DispatchSource.makeTimerSource(queue: sink.queue)
             timer.setEventHandler { [unowned self] in
+                armedDeadline = nil
                 session.tick(now: MonotonicClock.now())
                 reschedule()
             }
             timer.resume()
             self.timer = timer
             ports.start(queue: sink.queue) { [unowned self] bytes, port, from in
+                handlingDatagram = true
                 session.receive(bytes, on: port, from: from, now: MonotonicClock.now())
+                handlingDatagram = false
+                session.flush() // what this datagram routed to peers leaves now, in one packet each
                 reschedule()
             }
         }
@@ -118,9 +132,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
     }
 
-    /// Rewrites the status file `jambridge peers` reads.
+    /// Rewrites the status file `jambridge peers` reads, off the engine's queue.
     private func publishStatus() {
-        SessionStatus.write(name: advertisedName ?? configuration.name, port: ports.controlPort, peers: session.connectedPeers)
+        let (name, port, peers) = (advertisedName ?? configuration.name, ports.controlPort, session.connectedPeers)
+        statusQueue.async { SessionStatus.write(name: name, port: port, peers: peers) }
     }
 
     /// True once `start` ran.
@@ -128,7 +143,22 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     /// Routes later messages by `routing` (after a reload).
     func update(routing: Routing) {
-        sink?.queue.sync { self.routing = routing }
+        sink?.queue.sync {
+            self.routing = routing
+            rematchPeers()
+        }
+    }
+
+    /// Works out which `peer:` endpoints each connected peer feeds and which peers each
+    /// `peer:` sink reaches.
+    private func rematchPeers() {
+        let peers = session.connectedPeers
+        endpointsOfPeer = Dictionary(uniqueKeysWithValues: peers.map { peer in
+            (peer.ssrc, routing.peers.filter { $0.glob.matches(peer.name) }.map(\.id))
+        })
+        peersOfGlob = Dictionary(routing.peers.map { entry in
+            (entry.glob.pattern, Set(peers.filter { entry.glob.matches($0.name) }.map(\.ssrc)))
+        }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Keeps inviting `address` until it joins (and again after it leaves).
@@ -158,7 +188,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             timer?.cancel()
             timer = nil
             ports.close()
-            SessionStatus.remove(port: ports.controlPort)
+            let port = ports.controlPort
+            statusQueue.sync { SessionStatus.remove(port: port) } // after any write still queued
             let c = session.counters
             logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.sequenceGaps) lost or out of order, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused")
         }
@@ -171,16 +202,18 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func send(_ message: MIDIMessage, at time: MonotonicInstant, toPeersMatching glob: NameGlob? = nil) {
         guard session != nil else { return }
         if let glob {
-            session.send(message, at: time) { glob.matches($0.name) }
+            guard let ssrcs = peersOfGlob[glob.pattern], !ssrcs.isEmpty else { return }
+            session.send(message, at: time) { ssrcs.contains($0.ssrc) }
         } else {
             session.send(message, at: time)
         }
         scheduleFlush()
     }
 
-    /// Everything routed in this turn of the queue leaves in one packet per peer.
+    /// Everything routed in this turn of the queue leaves in one packet per peer (a datagram's
+    /// handler flushes by itself).
     private func scheduleFlush() {
-        guard !flushScheduled, let queue = sink?.queue else { return }
+        guard !handlingDatagram, !flushScheduled, let queue = sink?.queue else { return }
         flushScheduled = true
         queue.async { [self] in
             flushScheduled = false
@@ -190,7 +223,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     private func reschedule() {
         guard let timer else { return }
-        guard let deadline = session.nextDeadline else {
+        let next = session.nextDeadline
+        guard next != armedDeadline else { return } // re-arming wakes Dispatch's manager thread
+        armedDeadline = next
+        guard let deadline = next else {
             timer.schedule(deadline: .distantFuture)
             return
         }
@@ -210,18 +246,20 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
         guard let sink else { return }
         if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, at: time)) }
-        for (glob, id) in routing.peers where glob.matches(peer.name) {
-            sink.routeOnQueue(MIDIEvent(message, from: id, at: time))
+        if let ids = endpointsOfPeer[peer.ssrc] {
+            for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, at: time)) }
         }
     }
 
     func session(peerJoined peer: PeerInfo) {
         logger.info("peer '\(peer.name)' joined from \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us"))")
+        rematchPeers()
         publishStatus()
     }
 
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) {
         logger.info("peer '\(peer.name)' left: \(reason)")
+        rematchPeers()
         publishStatus()
     }
 

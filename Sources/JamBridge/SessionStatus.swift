@@ -18,7 +18,9 @@ public enum SessionStatus {
     /// The file of the session on `port` of this process.
     static func path(port: UInt16) -> String { "\(directory)/session-\(getpid())-\(port).status" }
 
-    /// Writes the status of session `name` on `port` with `peers` (atomically).
+    /// Writes the status of session `name` on `port` with `peers`: to a temporary file renamed
+    /// over the old one, so a reader never sees half of it (no fsync: it is rewritten often and
+    /// worthless after a crash).
     static func write(name: String, port: UInt16, peers: [PeerInfo]) {
         var text = "session\t\(getpid())\t\(port)\t\(name)\n"
         for peer in peers {
@@ -26,7 +28,13 @@ public enum SessionStatus {
             text += "peer\t\(peer.address)\t\(roundTrip)\t\(peer.weInvited ? "invited" : "joined")\t\(peer.name)\n"
         }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try? text.write(toFile: path(port: port), atomically: true, encoding: .utf8)
+        let final = path(port: port), temporary = final + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if written == bytes.count { rename(temporary, final) } else { unlink(temporary) }
     }
 
     /// Removes the status of the session on `port`.
@@ -51,7 +59,8 @@ public enum SessionStatus {
         }
     }
 
-    /// The sessions of running jambridge processes (files of processes that are gone are skipped).
+    /// The sessions of running jambridge processes (files left by processes that are gone,
+    /// killed before they could remove them, are removed).
     public static func running() -> [Entry] {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var entries: [Entry] = []
@@ -66,7 +75,12 @@ public enum SessionStatus {
                     entry?.peers.append((fields[1], fields[2], fields[3], fields[4]))
                 }
             }
-            if let entry, kill(entry.pid, 0) == 0 || errno == EPERM { entries.append(entry) }
+            guard let entry else { continue }
+            if kill(entry.pid, 0) == 0 || errno == EPERM {
+                entries.append(entry)
+            } else {
+                unlink("\(directory)/\(file)")
+            }
         }
         return entries
     }

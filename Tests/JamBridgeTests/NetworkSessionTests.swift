@@ -106,4 +106,49 @@ func everyMessageType() -> [MIDIMessage] {
         #expect(notesLeftOn(got).isEmpty, "\(got)")
         #expect(got.last == cc(0, 64, 0))
     }
+
+    @Test func peerEndpointsReceiveFromAndSendToOnlyThePeersTheirGlobsMatch() throws {
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        // Studio invites Player; each plays a note to the other through peer: endpoints.
+        let studio = try writeSetup(in: dir, song: [
+            .init(offset: 1500 * ms, message: noteOn(0, 48, 80)), .init(offset: 1600 * ms, message: noteOff(0, 48)),
+        ], routes: """
+            session: { name: Studio, port: \(port + 2), advertise: false, invite: [ { host: 127.0.0.1, port: \(port) } ] }
+            endpoints:
+              song: { file: song.mid }
+              player: { peer: "Play*" }
+              nobody: { peer: "Nobody" }
+              fromPlayer: { record: from-player.mid }
+              fromNobody: { record: from-nobody.mid }
+            routes:
+              - { from: song, to: [player, nobody] }
+              - { from: player, to: fromPlayer }
+              - { from: nobody, to: fromNobody }
+            """)
+        let playerDir = dir.appendingPathComponent("player")
+        try FileManager.default.createDirectory(at: playerDir, withIntermediateDirectories: true)
+        let player = try writeSetup(in: playerDir, song: [
+            .init(offset: 1500 * ms, message: noteOn(1, 72, 60)), .init(offset: 1600 * ms, message: noteOff(1, 72)),
+        ], routes: """
+            session: { name: Player, port: \(port), advertise: false }
+            endpoints:
+              song: { file: song.mid }
+              studio: { peer: Studio }
+              fromStudio: { record: from-studio.mid }
+            routes:
+              - { from: song, to: studio }
+              - { from: session, to: fromStudio }
+            """)
+        let playerProcess = try JamBridgeProcess(["run", "--stop-after", "3.5", player])
+        Thread.sleep(forTimeInterval: 0.3)
+        let studioResult = try jambridge(["run", "--stop-after", "2.5", studio])
+        let playerResult = playerProcess.finish()
+        #expect(studioResult.status == 0, "\(studioResult.err)")
+        #expect(playerResult.status == 0, "\(playerResult.err)")
+        #expect(try recorded(dir.appendingPathComponent("from-player.mid")) == [noteOn(1, 72, 60), noteOff(1, 72)])
+        #expect(try recorded(dir.appendingPathComponent("from-nobody.mid")).isEmpty)
+        // The studio's song reached the player once, through 'player' only.
+        #expect(try recorded(playerDir.appendingPathComponent("from-studio.mid")) == [noteOn(0, 48, 80), noteOff(0, 48)])
+    }
 }
