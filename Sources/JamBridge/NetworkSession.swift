@@ -16,20 +16,17 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         var peers: [(glob: NameGlob, id: EndpointID)] = []
     }
 
-    let ports: UDPPortPair
+    private let ports: UDPPortPair
+    /// Drives the session on the engine's queue, from `start` on.
+    private var runner: SessionRunner!
     private let configuration: SessionConfiguration
     private let advertise: Bool
     private let bonjourGlobs: [NameGlob]
     private let logger: Logger
     // Touched only on the engine's queue once started.
-    private var session: RTPMIDISession!
+    private var session: RTPMIDISession { runner.session }
     private var sink: EventSink?
     private var routing = Routing()
-    private var timer: DispatchSourceTimer?
-    /// The deadline the timer is armed for: re-armed only when the session's changes.
-    private var armedDeadline: MonotonicInstant?
-    /// True while a datagram is handled: what it routes to peers is flushed when it is done.
-    private var handlingDatagram = false
     private var flushScheduled = false
     /// Per connected peer (by SSRC), the `peer:` endpoints its name matches; and per `peer:`
     /// sink glob, the peers it sends to. Worked out when peers or routes change, not per message.
@@ -57,24 +54,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     /// Starts answering on the engine's queue, routing into `sink` by `routing`.
     func start(sink: EventSink, routing: Routing) {
         self.sink = sink
+        runner = SessionRunner(ports: ports, queue: sink.queue)
         sink.queue.sync {
             self.routing = routing
-            session = RTPMIDISession(configuration: configuration, delegate: self)
-            let timer = DispatchSource.makeTimerSource(queue: sink.queue)
-            timer.setEventHandler { [unowned self] in
-                armedDeadline = nil
-                session.tick(now: MonotonicClock.now())
-                reschedule()
-            }
-            timer.resume()
-            self.timer = timer
-            ports.start(queue: sink.queue) { [unowned self] bytes, port, from in
-                handlingDatagram = true
-                session.receive(bytes, on: port, from: from, now: MonotonicClock.now())
-                handlingDatagram = false
-                session.flush() // what this datagram routed to peers leaves now, in one packet each
-                reschedule()
-            }
+            runner.start(configuration: configuration, delegate: self)
         }
         logger.info("session '\(configuration.name)' listening on UDP ports \(ports.controlPort) and \(ports.controlPort &+ 1)")
         sink.queue.sync {
@@ -124,7 +107,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             discovered[service.name] = address
             logger.info("found '\(service.name)' on Bonjour at \(address); inviting it")
             session.invite(address, label: "'\(service.name)'", now: MonotonicClock.now())
-            reschedule()
+            runner.reschedule()
         case .lost(let name):
             // A connected peer stays until it leaves; it is invited again when it is announced again.
             guard let address = discovered.removeValue(forKey: name) else { return }
@@ -165,7 +148,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func invite(_ address: NetworkAddress, label: String) {
         sink?.queue.async { [self] in
             session.invite(address, label: label, now: MonotonicClock.now())
-            reschedule()
+            runner.reschedule()
         }
     }
 
@@ -183,11 +166,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         sink.queue.sync {
             advertiser?.cancel()
             browser?.cancel()
-            session.flush()
-            session.close(now: MonotonicClock.now())
-            timer?.cancel()
-            timer = nil
-            ports.close()
+            runner.stop()
             let port = ports.controlPort
             statusQueue.sync { SessionStatus.remove(port: port) } // after any write still queued
             let c = session.counters
@@ -200,7 +179,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     /// Queues `message` for every peer, or for the peers whose name matches `glob`.
     func send(_ message: MIDIMessage, at time: MonotonicInstant, toPeersMatching glob: NameGlob? = nil) {
-        guard session != nil else { return }
+        guard runner?.session != nil else { return }
         if let glob {
             guard let ssrcs = peersOfGlob[glob.pattern], !ssrcs.isEmpty else { return }
             session.send(message, at: time) { ssrcs.contains($0.ssrc) }
@@ -213,26 +192,12 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     /// Everything routed in this turn of the queue leaves in one packet per peer (a datagram's
     /// handler flushes by itself).
     private func scheduleFlush() {
-        guard !handlingDatagram, !flushScheduled, let queue = sink?.queue else { return }
+        guard !runner.isHandlingDatagram, !flushScheduled, let queue = sink?.queue else { return }
         flushScheduled = true
         queue.async { [self] in
             flushScheduled = false
-            session?.flush()
+            session.flush()
         }
-    }
-
-    private func reschedule() {
-        guard let timer else { return }
-        let next = session.nextDeadline
-        guard next != armedDeadline else { return } // re-arming wakes Dispatch's manager thread
-        armedDeadline = next
-        guard let deadline = next else {
-            timer.schedule(deadline: .distantFuture)
-            return
-        }
-        let now = MonotonicClock.now()
-        let wait = deadline > now ? deadline.nanoseconds - now.nanoseconds : 0
-        timer.schedule(deadline: .now() + .nanoseconds(Int(min(wait, 3_600_000_000_000))))
     }
 
     // MARK: RTPMIDISessionDelegate (on the engine's queue)
