@@ -121,10 +121,13 @@ extension RTPHeader {
     func encode(into bytes: inout [UInt8], at offset: Int) {
         bytes[offset] = 0x80
         bytes[offset + 1] = (marker ? 0x80 : 0) | payloadType & 0x7F
-        for (i, shift) in [8, 0].enumerated() { bytes[offset + 2 + i] = UInt8(truncatingIfNeeded: sequence >> UInt16(shift)) }
-        for (i, shift) in [24, 16, 8, 0].enumerated() {
-            bytes[offset + 4 + i] = UInt8(truncatingIfNeeded: timestamp >> UInt32(shift))
-            bytes[offset + 8 + i] = UInt8(truncatingIfNeeded: ssrc >> UInt32(shift))
+        bytes[offset + 2] = UInt8(truncatingIfNeeded: sequence >> 8)
+        bytes[offset + 3] = UInt8(truncatingIfNeeded: sequence)
+        var shift: UInt32 = 24
+        for i in 0..<4 { // written byte by byte: no temporary array per packet
+            bytes[offset + 4 + i] = UInt8(truncatingIfNeeded: timestamp >> shift)
+            bytes[offset + 8 + i] = UInt8(truncatingIfNeeded: ssrc >> shift)
+            shift &-= 8
         }
     }
 }
