@@ -121,9 +121,10 @@ public final class UDPPortPair: @unchecked Sendable {
             while true {
                 guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { break }
                 if fds[2].revents != 0 { break } // close() wrote to the pipe
-                for (index, port) in [(0, SessionPort.control), (1, SessionPort.data)] where fds[index].revents != 0 {
-                    let socket = fds[index].fd
-                    queue.sync { pair.drain(socket, port, handler) }
+                let (control, data) = (fds[0].revents != 0, fds[1].revents != 0)
+                queue.sync {
+                    if control { pair.drain(pair.control, .control, handler) }
+                    if data { pair.drain(pair.data, .data, handler) }
                 }
             }
             Glibc.close(pair.control)
