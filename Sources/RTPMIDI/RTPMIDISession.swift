@@ -254,8 +254,9 @@ public final class RTPMIDISession {
             delegate.session(clockSynced: peer.info)
         default: // count 2 is never answered (a peer that did looped forever)
             let result = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ck.timestamps.2)
-            // Stored from our side: our clock minus the initiator's.
-            peer.info.clock = ClockSyncResult(roundTrip: result.roundTrip, offset: -result.offset)
+            // Stored from our side: our clock minus the initiator's (wrapping, like the clocks:
+            // a peer's times are arbitrary 64-bit values and -Int64.min would trap).
+            peer.info.clock = ClockSyncResult(roundTrip: result.roundTrip, offset: 0 &- result.offset)
             delegate.session(clockSynced: peer.info)
         }
     }

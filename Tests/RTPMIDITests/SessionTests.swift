@@ -306,6 +306,20 @@ final class VirtualNetwork {
         #expect(!feedback.isEmpty)
     }
 
+    @Test func aClockSyncWithExtremeTimestampsWrapsInsteadOfTrapping() {
+        // Found by FuzzSessionPacket: ts1 = ts3 = 0 and ts2 = 2^63 give an offset of Int64.min,
+        // whose negation trapped when the responder stored it.
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        var ck: [UInt8] = []
+        SessionPacket.clockSync(.init(ssrc: 100, count: 2, timestamps: (0, 1 << 63, 0))).encode(into: &ck)
+        ck.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: net.now) }
+        #expect(b.session.connectedPeers.first?.clock?.offset == Int64.min)
+    }
+
     @Test func malformedDatagramsAreCountedNotFatal() {
         let net = VirtualNetwork()
         let b = net.add(2, name: "B", ssrc: 200)
