@@ -7,6 +7,7 @@
 #   Benchmarks/rtpmidi-bench.sh                     # all three, 3 runs each
 #   RUNS=5 Benchmarks/rtpmidi-bench.sh latency      # one scenario
 #   STATIC=1 Benchmarks/rtpmidi-bench.sh idle       # also with jambridge built --static-swift-stdlib
+#   RELAY=process Benchmarks/rtpmidi-bench.sh latency   # the relay in its own process, like jambridge
 #   RELAY=dispatch-async Benchmarks/rtpmidi-bench.sh latency   # diagnostic floor (see --relay)
 #
 # Route files use 'advertise: false' and 'bind: 127.0.0.1': nothing goes to Bonjour or off the host.

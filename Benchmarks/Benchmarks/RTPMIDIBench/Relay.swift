@@ -96,6 +96,40 @@ final class UDPRelay: @unchecked Sendable {
     }
 }
 
+/// The bare relay in a process of its own (this binary's `serve-relay` mode), so it pays the
+/// same cross-process wake-ups as jambridge does; the in-process relay shares the peers' process.
+final class ProcessRelay: Relay {
+    private let process = Process()
+
+    init(frontPort: UInt16, backPort: UInt16, targetControlPort: UInt16) {
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["serve-relay", String(frontPort), String(backPort), String(targetControlPort)]
+    }
+
+    func start() {
+        do { try process.run() } catch { emit("relay process: \(error)"); exit(1) }
+        usleep(200_000) // bound before A invites it
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// `serve-relay FRONT BACK TARGET`: runs a `UDPRelay` until killed.
+func serveRelay(_ arguments: [String]) -> Never {
+    guard arguments.count == 3, let front = UInt16(arguments[0]), let back = UInt16(arguments[1]),
+          let target = UInt16(arguments[2]) else { emit("usage: rtpmidi-bench serve-relay FRONT BACK TARGET"); exit(2) }
+    do {
+        try UDPRelay(frontPort: front, backPort: back, targetControlPort: target).start()
+    } catch {
+        emit("relay: \(error)")
+        exit(1)
+    }
+    while true { pause() }
+}
+
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

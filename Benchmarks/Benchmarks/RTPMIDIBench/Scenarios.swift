@@ -18,7 +18,8 @@ struct Options {
     /// Idle: peers and seconds.
     var peers = 16
     var idleSeconds = 30.0
-    /// The floor in the latency run: "poll" (bare relay thread), or a diagnostic relay on
+    /// The floor in the latency run: "poll" (bare relay thread in this process), "process" (the
+    /// same relay in a process of its own, as jambridge is), or a diagnostic relay on
     /// jambridge's I/O path (see DispatchRelay): "dispatch", "dispatch-async", "dispatch-timer",
     /// "dispatch-async-timer".
     var relay = "poll"
@@ -87,6 +88,7 @@ final class Rig {
         switch (withRelay, o.relay) {
         case (false, _): relay = nil
         case (true, "poll"): relay = try UDPRelay(frontPort: p + 6, backPort: p + 8, targetControlPort: p + 4)
+        case (true, "process"): relay = ProcessRelay(frontPort: p + 6, backPort: p + 8, targetControlPort: p + 4)
         case (true, let kind): relay = try DispatchRelay(frontPort: p + 6, backPort: p + 8, targetControlPort: p + 4,
                                                          extraHop: kind.hasPrefix("dispatch-async"),
                                                          rescheduleTimer: kind.hasSuffix("-timer"))

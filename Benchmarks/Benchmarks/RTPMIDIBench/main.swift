@@ -30,7 +30,7 @@ func parseArguments() -> (Options, [String]) {
             emit("""
                 usage: rtpmidi-bench [latency] [throughput] [idle] [all] [glob] --jambridge PATH [--base-port EVEN]
                        [--latency-seconds S] [--latency-rate N] [--throughput-seconds S] [--throughput-rate N]
-                       [--batch N] [--peers N] [--idle-seconds S] [--relay poll|dispatch|dispatch-async|dispatch-timer|dispatch-async-timer]
+                       [--batch N] [--peers N] [--idle-seconds S] [--relay poll|process|dispatch|dispatch-async|dispatch-timer|dispatch-async-timer]
                 """)
             exit(2)
         }
@@ -42,6 +42,7 @@ func parseArguments() -> (Options, [String]) {
 }
 
 func main() {
+    if CommandLine.arguments.dropFirst().first == "serve-relay" { serveRelay(Array(CommandLine.arguments.dropFirst(2))) }
     let (options, modes) = parseArguments()
     do {
         for (index, mode) in modes.enumerated() {
