@@ -52,6 +52,8 @@ public struct SessionCounters: Equatable, Sendable {
     public var ssrcCollisions = 0
     /// SysEx messages dropped: longer than the limit, or a segment lost or cancelled.
     public var sysExDropped = 0
+    /// Events of peers played by timestamp that arrived after their time (played at once).
+    public var lateEvents = 0
 }
 
 /// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
@@ -275,11 +277,15 @@ public final class RTPMIDISession {
             return
         }
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
+        peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
         do {
-            try peer.receiver.receive(UnsafeRawBufferPointer(rebasing: bytes[payload])) { message, _ in
-                peer.held.track(message)
+            try peer.receiver.receive(UnsafeRawBufferPointer(rebasing: bytes[payload])) { message, ticks in
                 counters.messagesReceived += 1
-                delegate.session(received: message, from: peer.info, at: now)
+                if peer.playout != nil {
+                    if !peer.playout!.schedule(message, ticks: ticks, now: now) { counters.lateEvents += 1 }
+                } else {
+                    deliver(message, from: peer, at: now)
+                }
             }
         } catch {
             drop("\(error)", from: address)
@@ -299,6 +305,12 @@ public final class RTPMIDISession {
             let earliest = peer.lastFeedbackSent?.advanced(byNanoseconds: configuration.receiverFeedbackInterval) ?? now
             peer.feedbackDue = max(now, earliest)
         }
+    }
+
+    /// Passes `message` from `peer` on, noting what it leaves held.
+    private func deliver(_ message: MIDIMessage, from peer: SessionPeer, at time: MonotonicInstant) {
+        peer.held.track(message)
+        delegate.session(received: message, from: peer.info, at: time)
     }
 
     // MARK: Sending
@@ -372,6 +384,7 @@ public final class RTPMIDISession {
                 remove(peer, reason: .timedOut, now: now)
                 continue
             }
+            peer.playout?.deliverDue(now: now) { message, due in deliver(message, from: peer, at: due) }
             if let due = peer.nextSync, now >= due { sendClockSync(peer, now: now) }
             if let due = peer.feedbackDue, now >= due, let sequence = peer.lastSequence {
                 sendSession(.receiverFeedback(ssrc: ssrc, sequence: sequence), from: .control, to: peer.info.address)
@@ -441,6 +454,7 @@ public final class RTPMIDISession {
     private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
         peers[peer.info.ssrc] = nil
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
+        peer.playout?.deliverAll(now: now) { message, _ in deliver(message, from: peer, at: now) }
         peer.held.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
@@ -455,11 +469,15 @@ public final class RTPMIDISession {
     // MARK: Helpers
 
     private func makePeer(_ info: PeerInfo, token: UInt32, now: MonotonicInstant) -> SessionPeer {
-        SessionPeer(info: info, token: token, now: now,
+        let peer = SessionPeer(info: info, token: token, now: now,
                     receiver: RTPMIDIReceiver(sysExLimit: configuration.sysExLimit),
                     sender: RTPMIDISender(ssrc: ssrc, sequence: UInt16(truncatingIfNeeded: random()),
                                           maxDatagram: configuration.maxDatagram,
                                           runningStatus: configuration.runningStatus))
+        if configuration.playout.first(where: { $0.glob.matches(info.name) })?.timestamp == true {
+            peer.playout = PlayoutBuffer()
+        }
+        return peer
     }
 
     private func peer(_ ssrc: UInt32) -> SessionPeer? {

@@ -1,3 +1,5 @@
+import MIDI
+
 /// Who may join a session by inviting it (the connection policy of Apple's MIDINetworkSession).
 public enum AcceptPolicy: Equatable, Sendable {
     /// Any peer that invites us.
@@ -36,6 +38,9 @@ public struct SessionConfiguration: Sendable {
     public var maxDatagram = 1400
     /// Omit repeated channel status bytes in what we send.
     public var runningStatus = false
+    /// Peers whose name matches a glob here are played by timestamp (first match wins; the
+    /// rest, and every peer when empty, are played as their packets arrive).
+    public var playout: [(glob: NameGlob, timestamp: Bool)] = []
 
     /// A session called `name` accepting by `accept`, with the default timings.
     public init(name: String, accept: AcceptPolicy = .anyone) {

@@ -47,6 +47,8 @@ final class SessionPeer {
     var receiver: RTPMIDIReceiver
     var sender: RTPMIDISender
     var held = PeerHeldNotes()
+    /// Events waiting for their time, for a peer played by timestamp; nil: played on arrival.
+    var playout: PlayoutBuffer?
     /// When the last CK (or, before the first, the handshake) arrived.
     var lastClockSync: MonotonicInstant
     /// As initiator: CK exchanges started so far and when the next one is due.
@@ -72,10 +74,15 @@ final class SessionPeer {
 
     /// The earliest time this peer needs the session's attention.
     var deadline: MonotonicInstant? {
-        guard let nextSync else { return feedbackDue }
-        guard let feedbackDue else { return nextSync }
-        return min(nextSync, feedbackDue)
+        earlier(earlier(nextSync, feedbackDue), playout?.nextDue)
     }
+}
+
+/// The earlier of two optional instants (nil when both are).
+func earlier(_ a: MonotonicInstant?, _ b: MonotonicInstant?) -> MonotonicInstant? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return min(a, b)
 }
 
 /// An invitation we are sending (IN on control, then on data), and where it stands.

@@ -11,6 +11,8 @@ final class RecordingHost: RTPMIDISessionDelegate {
     /// Every datagram ever sent (the outbox empties as the network delivers).
     var sent: [[UInt8]] = []
     var received: [(MIDIMessage, String)] = []
+    /// The time each received message was passed on for.
+    var receivedTimes: [MonotonicInstant] = []
     var joined: [PeerInfo] = []
     var left: [(PeerInfo, PeerLeaveReason)] = []
     var dropped: [String] = []
@@ -31,6 +33,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
     }
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
         received.append((message, peer.name))
+        receivedTimes.append(time)
     }
     func session(peerJoined peer: PeerInfo) { joined.append(peer) }
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) { left.append((peer, reason)) }
