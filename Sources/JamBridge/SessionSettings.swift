@@ -22,6 +22,7 @@ struct SessionSettings: Equatable {
         var configuration = SessionConfiguration(name: declaration.name ?? Self.defaultName())
         configuration.peerTimeout = UInt64(declaration.timeout) * 1_000_000_000
         configuration.runningStatus = declaration.runningStatus
+        configuration.playout = declaration.playout.map { (NameGlob($0.glob), $0.mode == .timestamp) }
         var addresses: [(NetworkAddress, String)] = []
         var bonjourGlobs: [NameGlob] = []
         for invitation in declaration.invite {
@@ -55,6 +56,8 @@ struct SessionSettings: Equatable {
         a.configuration.name == b.configuration.name && a.configuration.accept == b.configuration.accept
             && a.configuration.peerTimeout == b.configuration.peerTimeout
             && a.configuration.runningStatus == b.configuration.runningStatus
+            && a.configuration.playout.map(\.glob) == b.configuration.playout.map(\.glob)
+            && a.configuration.playout.map(\.timestamp) == b.configuration.playout.map(\.timestamp)
             && a.bind == b.bind && a.port == b.port && a.advertise == b.advertise
             && a.addresses.map(\.address) == b.addresses.map(\.address) && a.bonjourGlobs == b.bonjourGlobs
     }

@@ -30,6 +30,8 @@ public struct SessionDeclaration: Equatable, Sendable {
     public var timeout: Int
     /// Omit repeated channel status bytes in what is sent (smaller packets; every peer reads them).
     public var runningStatus: Bool
+    /// How each peer's events are played, first matching rule first; peers no rule matches play `immediate`.
+    public var playout: [PlayoutRule]
     /// Where the `session` key is written, or the first use of the session when no file declares it.
     public var location: SourceLocation
 
@@ -37,7 +39,7 @@ public struct SessionDeclaration: Equatable, Sendable {
     public init(name: String? = nil, port: UInt16 = SessionDeclaration.defaultPort, bind: String? = nil,
                 accept: SessionAcceptance = .anyone, invite: [SessionInvitation] = [], advertise: Bool = true,
                 timeout: Int = SessionDeclaration.defaultTimeout, runningStatus: Bool = false,
-                location: SourceLocation) {
+                playout: [PlayoutRule] = [], location: SourceLocation) {
         self.name = name
         self.port = port
         self.bind = bind
@@ -46,7 +48,30 @@ public struct SessionDeclaration: Equatable, Sendable {
         self.advertise = advertise
         self.timeout = timeout
         self.runningStatus = runningStatus
+        self.playout = playout
         self.location = location
+    }
+}
+
+/// How events from RTP-MIDI peers are played (`playout:`).
+public enum PlayoutMode: String, Equatable, Sendable {
+    /// Each event is passed on when its packet arrives (the default).
+    case immediate
+    /// Each event is played at its sender's timestamp on our clock, plus a jitter buffer sized per peer.
+    case timestamp
+}
+
+/// One `playout:` entry: peers whose name matches `glob` play with `mode`.
+public struct PlayoutRule: Equatable, Sendable {
+    /// A peer session name glob, as in `peer:` endpoints; `*` matches every peer.
+    public var glob: String
+    /// How the events of the peers the glob matches are played.
+    public var mode: PlayoutMode
+
+    /// The rule playing peers whose name matches `glob` with `mode`.
+    public init(glob: String, mode: PlayoutMode) {
+        self.glob = glob
+        self.mode = mode
     }
 }
 
@@ -108,7 +133,94 @@ extension RouteFileDocument {
             session.runningStatus = flag
         }
         if let timeout = values["timeout"] { session.timeout = readTimeout(timeout.value) ?? session.timeout }
+        if let playout = values["playout"] { session.playout = readPlayout(playout.value, key: playout.key) ?? [] }
         return session
+    }
+
+    /// `playout:`: a mode for every peer, or a mapping of peer name globs to modes; nil (reported) on a mistake.
+    private mutating func readPlayout(_ node: Node, key: Node) -> [PlayoutRule]? {
+        let example = "{ \"Mike’s iPad\": timestamp, \"*\": immediate }"
+        let choices = "immediate, timestamp or a mapping of peer names to those such as \(example)"
+        if let mapping = node.mapping {
+            return readPlayoutRules(mapping, at: node)
+        }
+        if node.sequence != nil {
+            fail(node, "'playout' per peer is a mapping, not a list: write each peer name with its mode, such as "
+                 + "\(example); entries keep the order written and the first name matching a peer decides")
+            return nil
+        }
+        guard let word = node.scalar?.string, !Self.isEmpty(node), !word.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node, node.scalar != nil
+                 ? "'playout' needs a value: \(choices)" : "'playout' is \(choices), not \(Self.describe(node))")
+            return nil
+        }
+        guard let mode = PlayoutMode(rawValue: word) else {
+            let hint = RouteFileVocabulary.closest(to: word, in: RouteFileVocabulary.playoutWords)
+                .map { "did you mean '\($0)'? " } ?? ""
+            fail(node, "unknown 'playout' value '\(word)'; \(hint)'playout' is \(choices)")
+            return nil
+        }
+        return [PlayoutRule(glob: "*", mode: mode)]
+    }
+
+    /// The entries of a per-peer `playout:` mapping, in the order written; nil (reported) on a mistake.
+    private mutating func readPlayoutRules(_ mapping: Node.Mapping, at node: Node) -> [PlayoutRule]? {
+        guard !mapping.isEmpty else {
+            fail(node, "'playout' maps no peer names; write 'immediate' or 'timestamp' to play every peer "
+                 + "one way, or leave 'playout' out")
+            return nil
+        }
+        var rules: [PlayoutRule] = []
+        var lines: [String: Int] = [:]
+        var catchAll: (glob: String, line: Int)?
+        var valid = true
+        for (keyNode, value) in mapping {
+            guard let glob = scalarKey(keyNode) else { valid = false; continue }
+            let line = location(keyNode).line
+            guard !glob.isEmpty, !Self.isEmpty(keyNode) else {
+                fail(keyNode, "an empty peer name in 'playout'; write a name or a glob such as \"Mike’s *\", "
+                     + "or \"*\" for every other peer")
+                valid = false
+                continue
+            }
+            if let first = lines[glob] {
+                fail(keyNode, "peer name '\(glob)' is written twice in 'playout' (first at line \(first)); keep one")
+                valid = false
+                continue
+            }
+            lines[glob] = line
+            if let catchAll {
+                fail(keyNode, "'\(glob)' can never match: '\(catchAll.glob)' at line \(catchAll.line) matches "
+                     + "every peer before it; move '\(glob)' above it or remove it")
+                valid = false
+            } else if glob.allSatisfy({ $0 == "*" }) {
+                catchAll = (glob, line)
+            }
+            guard let mode = readPlayoutMode(value, key: keyNode, glob: glob) else { valid = false; continue }
+            rules.append(PlayoutRule(glob: glob, mode: mode))
+        }
+        return valid ? rules : nil
+    }
+
+    /// The mode of one per-peer `playout:` entry for the peers matching `glob`.
+    private mutating func readPlayoutMode(_ node: Node, key: Node, glob: String) -> PlayoutMode? {
+        let form = "a peer's playout is immediate or timestamp"
+        guard let word = node.scalar?.string, !Self.isEmpty(node), !word.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node, node.scalar != nil
+                 ? "the playout of '\(glob)' needs a value; \(form)"
+                 : "the playout of '\(glob)' is \(Self.describe(node)); \(form)")
+            return nil
+        }
+        if let mode = PlayoutMode(rawValue: word) { return mode }
+        if PlayoutMode(rawValue: glob) != nil {
+            fail(node, "unknown playout '\(word)' for '\(glob)'; the peer name comes first, "
+                 + "such as { \"\(word)\": \(glob) }")
+            return nil
+        }
+        let hint = RouteFileVocabulary.closest(to: word, in: RouteFileVocabulary.playoutWords)
+            .map { "did you mean '\($0)'? " } ?? ""
+        fail(node, "unknown playout '\(word)' for '\(glob)'; \(hint)\(form)")
+        return nil
     }
 
     /// `timeout:`: whole seconds within `SessionDeclaration.timeoutRange`.

@@ -24,9 +24,12 @@ enum RouteFileVocabulary {
     /// The endpoint name reserved for the RTP-MIDI session.
     static let sessionEndpointName = "session"
     /// Keys of the `session:` mapping.
-    static let sessionKeys = ["name", "port", "bind", "accept", "invite", "advertise", "timeout", "running-status"]
+    static let sessionKeys = ["name", "port", "bind", "accept", "invite", "advertise", "timeout",
+                              "running-status", "playout"]
     /// The words `accept:` takes besides a list of peer names.
     static let acceptWords = ["anyone", "none", "listed"]
+    /// The words `playout:` takes, for every peer or per peer.
+    static let playoutWords = ["immediate", "timestamp"]
     /// Keys of an `invite:` entry written as a mapping.
     static let invitationKeys = ["host", "port"]
 

@@ -68,6 +68,8 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(try parse("endpoints: {}\nsession: { name: Rack }\n").session
             == SessionDeclaration(name: "Rack", location: at(2, 1)))
         #expect(SessionDeclaration.defaultPort == 5004)
+        #expect(try parse("session: {}\n").session?.playout == [])
+        #expect(SessionDeclaration(location: at(1, 1)).playout == [])
     }
 
     @Test func noSessionWithoutBlockOrUse() throws {
@@ -244,6 +246,140 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(configuration.routes.count == 2)
     }
 
+    // MARK: - playout
+
+    @Test func playoutWordAppliesToEveryPeer() throws {
+        #expect(try parse("session:\n  playout: timestamp\n").session?.playout
+            == [PlayoutRule(glob: "*", mode: .timestamp)])
+        #expect(try parse("session:\n  playout: immediate\n").session?.playout
+            == [PlayoutRule(glob: "*", mode: .immediate)])
+        #expect(try parse("session:\n  playout: \"timestamp\"\n").session?.playout
+            == [PlayoutRule(glob: "*", mode: .timestamp)])
+    }
+
+    @Test func playoutPerPeerKeepsTheOrderWritten() throws {
+        let configuration = try parse("""
+            session:
+              playout:                        # first match wins
+                "Mike’s iPad": timestamp
+                "Studio *": immediate
+                "*": timestamp
+            """)
+        #expect(configuration.session == SessionDeclaration(playout: [
+            PlayoutRule(glob: "Mike’s iPad", mode: .timestamp),
+            PlayoutRule(glob: "Studio *", mode: .immediate),
+            PlayoutRule(glob: "*", mode: .timestamp),
+        ], location: at(1, 1)))
+        #expect(try parse("session:\n  playout: { iPad*: timestamp }\n").session?.playout
+            == [PlayoutRule(glob: "iPad*", mode: .timestamp)])
+    }
+
+    @Test func playoutWithTheOtherSessionSettings() throws {
+        #expect(try parse("session:\n  name: Rack\n  playout: timestamp\n  timeout: 30\n").session
+            == SessionDeclaration(name: "Rack", timeout: 30, playout: [PlayoutRule(glob: "*", mode: .timestamp)],
+                                  location: at(1, 1)))
+    }
+
+    @Test func unknownPlayoutWord() {
+        let choices = "'playout' is immediate, timestamp or a mapping of peer names to those such as "
+            + "{ \"Mike’s iPad\": timestamp, \"*\": immediate }"
+        #expect(mistakes("session:\n  playout: timestamps\n") == [
+            "r.yaml:2:12: unknown 'playout' value 'timestamps'; did you mean 'timestamp'? \(choices)",
+        ])
+        #expect(mistakes("session:\n  playout: immediately\n") == [
+            "r.yaml:2:12: unknown 'playout' value 'immediately'; did you mean 'immediate'? \(choices)",
+        ])
+        #expect(mistakes("session:\n  playout: Mike\n") == [
+            "r.yaml:2:12: unknown 'playout' value 'Mike'; \(choices)",
+        ])
+    }
+
+    @Test func emptyPlayout() {
+        let needs = "'playout' needs a value: immediate, timestamp or a mapping of peer names to those such as "
+            + "{ \"Mike’s iPad\": timestamp, \"*\": immediate }"
+        #expect(mistakes("session:\n  playout:\n") == ["r.yaml:2:3: \(needs)"])
+        #expect(mistakes("session:\n  name: Rack\n  playout: ~\n") == ["r.yaml:3:3: \(needs)"])
+        #expect(mistakes("session:\n  playout: \"\"\n") == ["r.yaml:2:12: \(needs)"])
+        #expect(mistakes("session:\n  playout: {}\n") == [
+            "r.yaml:2:12: 'playout' maps no peer names; write 'immediate' or 'timestamp' to play every peer "
+                + "one way, or leave 'playout' out",
+        ])
+    }
+
+    @Test func playoutListInsteadOfMapping() {
+        let message = "'playout' per peer is a mapping, not a list: write each peer name with its mode, such as "
+            + "{ \"Mike’s iPad\": timestamp, \"*\": immediate }; entries keep the order written and the first "
+            + "name matching a peer decides"
+        #expect(mistakes("session:\n  playout:\n    - \"Mike’s iPad\": timestamp\n    - \"*\": immediate\n")
+            == ["r.yaml:3:5: \(message)"])
+        #expect(mistakes("session:\n  playout: [timestamp]\n") == ["r.yaml:2:12: \(message)"])
+    }
+
+    @Test func emptyPlayoutPeerName() {
+        let message = "an empty peer name in 'playout'; write a name or a glob such as \"Mike’s *\", "
+            + "or \"*\" for every other peer"
+        #expect(mistakes("session:\n  playout:\n    \"\": timestamp\n") == ["r.yaml:3:5: \(message)"])
+        #expect(mistakes("session:\n  playout:\n    \"Mike\": timestamp\n    ~: immediate\n")
+            == ["r.yaml:4:5: \(message)"])
+    }
+
+    @Test func playoutModeMustBeAWord() {
+        let form = "a peer's playout is immediate or timestamp"
+        #expect(mistakes("session:\n  playout:\n    Mike: [timestamp]\n") == [
+            "r.yaml:3:11: the playout of 'Mike' is a list; \(form)",
+        ])
+        #expect(mistakes("session:\n  playout:\n    Mike: { mode: timestamp }\n") == [
+            "r.yaml:3:11: the playout of 'Mike' is a mapping; \(form)",
+        ])
+        #expect(mistakes("session:\n  playout:\n    Mike:\n") == [
+            "r.yaml:3:5: the playout of 'Mike' needs a value; \(form)",
+        ])
+        #expect(mistakes("session:\n  playout:\n    \"Studio *\": stamped\n") == [
+            "r.yaml:3:17: unknown playout 'stamped' for 'Studio *'; \(form)",
+        ])
+        #expect(mistakes("session:\n  playout:\n    Mike: immediatly\n") == [
+            "r.yaml:3:11: unknown playout 'immediatly' for 'Mike'; did you mean 'immediate'? \(form)",
+        ])
+    }
+
+    @Test func playoutModeWrittenBeforeThePeerName() {
+        #expect(mistakes("session:\n  playout: { timestamp: \"Mike*\" }\n") == [
+            "r.yaml:2:25: unknown playout 'Mike*' for 'timestamp'; the peer name comes first, "
+                + "such as { \"Mike*\": timestamp }",
+        ])
+    }
+
+    @Test func duplicatePlayoutPeerName() {
+        // Keys YAML reads as different types (a number and a text) are the same peer name.
+        #expect(mistakes("session:\n  playout:\n    5: timestamp\n    \"5\": immediate\n") == [
+            "r.yaml:4:5: peer name '5' is written twice in 'playout' (first at line 3); keep one",
+        ])
+        // Keys YAML itself sees as equal are reported as a YAML mistake.
+        #expect(mistakes("session:\n  playout:\n    Mike: timestamp\n    \"Mike\": immediate\n") == [
+            "r.yaml:3:5: key 'Mike' is written more than once in the same mapping; keep one",
+        ])
+    }
+
+    @Test func playoutEntryAfterTheCatchAllNeverMatches() {
+        #expect(mistakes("""
+            session:
+              playout:
+                "*": timestamp
+                "Studio *": immediate
+            """) == [
+            "r.yaml:4:5: 'Studio *' can never match: '*' at line 3 matches every peer before it; "
+                + "move 'Studio *' above it or remove it",
+        ])
+        // Every mistake in the mapping is reported.
+        #expect(mistakes("session:\n  playout:\n    \"*\": timestamp\n    A: immediate\n    B: sometimes\n") == [
+            "r.yaml:4:5: 'A' can never match: '*' at line 3 matches every peer before it; "
+                + "move 'A' above it or remove it",
+            "r.yaml:5:5: 'B' can never match: '*' at line 3 matches every peer before it; "
+                + "move 'B' above it or remove it",
+            "r.yaml:5:8: unknown playout 'sometimes' for 'B'; a peer's playout is immediate or timestamp",
+        ])
+    }
+
     // MARK: - Mistakes
 
     @Test func portOutOfRangeOrNotANumber() {
@@ -284,7 +420,8 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(mistakes("session:\n  ports: 5004\n") == ["r.yaml:2:3: unknown key 'ports'; did you mean 'port'?"])
         #expect(mistakes("session:\n  acept: none\n") == ["r.yaml:2:3: unknown key 'acept'; did you mean 'accept'?"])
         #expect(mistakes("session:\n  colour: red\n") == [
-            "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, timeout, running-status",
+            "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, "
+                + "timeout, running-status, playout",
         ])
     }
 
