@@ -38,7 +38,7 @@ enum CommandSection {
         if hasJournal {
             let journalBytes = list.upperBound..<payload.count
             journal = journalBytes.lowerBound..<(journalBytes.lowerBound
-                + (try RecoveryJournalLayout.length(of: UnsafeRawBufferPointer(rebasing: payload[journalBytes]))))
+                + (try RecoveryJournal.length(of: UnsafeRawBufferPointer(rebasing: payload[journalBytes]))))
         }
         try walkList(payload, list, firstHasDelta: firstHasDelta) { _, _ in }
         try walkList(payload, list, firstHasDelta: firstHasDelta, visit)
