@@ -18,10 +18,11 @@ enum RTPMIDICommand {
 enum CommandSection {
     /// Walks the command list of `payload` (the bytes after the RTP header), calling `visit`
     /// with each command and its time in ticks after the RTP timestamp (deltas summed).
-    /// Returns the journal's bytes if J=1. Throws before visiting anything if the list or
-    /// the journal's structure is malformed, so a bad packet is dropped whole.
-    static func walk(_ payload: UnsafeRawBufferPointer,
-                     _ visit: (RTPMIDICommand, UInt32) -> Void) throws(RTPMIDIError) -> Range<Int>? {
+    /// Calls `validated` with the journal's bytes (if J=1) once the whole packet is known
+    /// to be well formed, before the first visit. Throws before calling anything if the list
+    /// or the journal's structure is malformed, so a bad packet is dropped whole.
+    static func walk(_ payload: UnsafeRawBufferPointer, validated: (Range<Int>?) -> Void,
+                     _ visit: (RTPMIDICommand, UInt32) -> Void) throws(RTPMIDIError) {
         var reader = ByteReader(payload)
         guard let first = reader.u8() else { throw .truncatedCommandHeader }
         var length = Int(first & 0x0F)
@@ -41,8 +42,8 @@ enum CommandSection {
                 + (try RecoveryJournal.length(of: UnsafeRawBufferPointer(rebasing: payload[journalBytes]))))
         }
         try walkList(payload, list, firstHasDelta: firstHasDelta) { _, _ in }
+        validated(journal)
         try walkList(payload, list, firstHasDelta: firstHasDelta, visit)
-        return journal
     }
 
     private static func walkList(_ bytes: UnsafeRawBufferPointer, _ list: Range<Int>, firstHasDelta: Bool,

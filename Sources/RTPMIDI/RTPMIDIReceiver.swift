@@ -18,12 +18,12 @@ public struct RTPMIDIReceiver: Sendable {
     public init(sysExLimit: Int) { self.sysExLimit = sysExLimit }
 
     /// Decodes `payload` (the bytes after the RTP header), calling `deliver` with each message
-    /// and its time in ticks after the packet's RTP timestamp. Returns the journal's range in
-    /// `payload`, if any. A malformed payload throws and delivers nothing.
-    @discardableResult
-    public mutating func receive(_ payload: UnsafeRawBufferPointer,
-                                 _ deliver: (MIDIMessage, UInt32) -> Void) throws(RTPMIDIError) -> Range<Int>? {
-        try CommandSection.walk(payload) { command, ticks in
+    /// and its time in ticks after the packet's RTP timestamp. `validated` is called first,
+    /// with the journal's range in `payload` (if any), once the whole payload is known to be
+    /// well formed. A malformed payload throws and calls nothing.
+    public mutating func receive(_ payload: UnsafeRawBufferPointer, validated: (Range<Int>?) -> Void = { _ in },
+                                 _ deliver: (MIDIMessage, UInt32) -> Void) throws(RTPMIDIError) {
+        try CommandSection.walk(payload, validated: validated) { command, ticks in
             switch command {
             case .channel(let status, let data1, let data2):
                 deliver(Self.channelMessage(status, data1, data2), ticks)

@@ -3,6 +3,9 @@ import MIDI
 /// Packs one destination's outgoing MIDI into RTP-MIDI packets of at most `maxDatagram`
 /// bytes: the RTP timestamp is the first command's time, later commands carry their real
 /// deltas, SysEx too long for one packet is split into F0..F0, F7..F0, F7..F7 segments.
+/// Every packet carries the recovery journal of what went before it (see JournalHistory);
+/// when commands and journal do not fit one datagram, the commands go alone and the journal
+/// follows at once in a packet of its own.
 public struct RTPMIDISender: Sendable {
     /// The largest datagram sent (RTP header included).
     public let maxDatagram: Int
@@ -13,8 +16,14 @@ public struct RTPMIDISender: Sendable {
     /// The sequence number the next packet carries.
     public private(set) var sequence: UInt16
 
+    /// Journals dropped because they outgrew a datagram (the history restarts after each).
+    public private(set) var journalOverflows = 0
+
     private var buffer: [UInt8]
     private var encoder: MIDIEncoder
+    private var history: JournalHistory
+    /// The journalled messages of the packet being built, recorded once it is sent.
+    private var packetMessages: [(message: MIDIMessage, tick: UInt32)] = []
     private var firstTick: UInt32 = 0
     private var lastTick: UInt32 = 0
     private var commandCount = 0
@@ -33,12 +42,30 @@ public struct RTPMIDISender: Sendable {
         self.maxDatagram = max(maxDatagram, Self.headerSize + 16)
         self.runningStatus = runningStatus
         encoder = MIDIEncoder(runningStatus: runningStatus)
+        history = JournalHistory(firstSequence: sequence)
         buffer = []
         buffer.reserveCapacity(self.maxDatagram)
     }
 
     /// True if nothing is waiting to be sent.
     public var isEmpty: Bool { commandCount == 0 }
+
+    /// True if the journal has history the peer has not confirmed (worth a journal-only
+    /// packet when nothing else is being sent: RFC 4696's guard packets).
+    public var hasUnconfirmedHistory: Bool { !history.isEmpty }
+
+    /// The peer confirmed every packet up to `sequence` (RS): the journal's checkpoint moves.
+    public mutating func confirm(_ sequence: UInt16) {
+        history.confirm(sequence, lastSent: self.sequence &- 1)
+    }
+
+    /// Sends a packet with no commands and the journal, stamped `tick`.
+    public mutating func sendJournal(tick: UInt32, _ send: (UnsafeRawBufferPointer) -> Void) {
+        flush(send)
+        startCommand(tick: tick)
+        commandCount = 0
+        finishPacket(send)
+    }
 
     /// Adds `message`, due at `tick` (10 kHz session clock), handing full packets to `send`.
     public mutating func append(_ message: MIDIMessage, tick: UInt32, _ send: (UnsafeRawBufferPointer) -> Void) {
@@ -51,19 +78,41 @@ public struct RTPMIDISender: Sendable {
         }
         startCommand(tick: tick)
         encoder.encode(message) { buffer.append($0) }
+        packetMessages.append((message, tick))
     }
 
     /// Sends what is waiting, if anything.
     public mutating func flush(_ send: (UnsafeRawBufferPointer) -> Void) {
         guard commandCount > 0 else { return }
+        finishPacket(send)
+    }
+
+    /// Writes the header and the journal (J=1) behind the commands in `buffer` and sends it;
+    /// if the journal does not fit, sends the commands alone and the journal right after.
+    private mutating func finishPacket(_ send: (UnsafeRawBufferPointer) -> Void) {
         let length = buffer.count - Self.headerSize
         RTPHeader(sequence: sequence, timestamp: firstTick, ssrc: ssrc).encode(into: &buffer, at: 0)
         buffer[RTPHeader.size] = 0x80 | UInt8(truncatingIfNeeded: length >> 8) // B=1, J=0, Z=0, P=0
         buffer[RTPHeader.size + 1] = UInt8(truncatingIfNeeded: length)
+        let journal = history.journal(at: firstTick)
+        let journalFits = buffer.count + journal.encodedLength <= maxDatagram
+        if journalFits {
+            buffer[RTPHeader.size] |= 0x40
+            journal.encode(into: &buffer)
+        }
         buffer.withUnsafeBytes(send)
+        for (message, tick) in packetMessages { history.record(message, sequence: sequence, tick: tick) }
+        packetMessages.removeAll(keepingCapacity: true)
         sequence &+= 1
         buffer.removeAll(keepingCapacity: true)
         commandCount = 0
+        guard !journalFits else { return }
+        if length == 0 { // a journal alone overflows: start the history again after this packet
+            journalOverflows += 1
+            history.restart(at: sequence)
+        } else {
+            sendJournal(tick: lastTick, send)
+        }
     }
 
     /// Writes the delta time (none for a packet's first command) and opens a packet if needed.

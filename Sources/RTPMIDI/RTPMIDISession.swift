@@ -54,6 +54,17 @@ public struct SessionCounters: Equatable, Sendable {
     public var sysExDropped = 0
     /// Events of peers played by timestamp that arrived after their time (played at once).
     public var lateEvents = 0
+    /// RTP packets that arrived after a later one (or twice): dropped, since the journal of
+    /// the later one repaired what they held.
+    public var latePackets = 0
+    /// Losses repaired from a recovery journal, and the MIDI messages the repairs played.
+    public var repairs = 0
+    public var repairMessages = 0
+    /// Journals to peers that outgrew a datagram: the history restarted, so a loss just
+    /// before could not be repaired.
+    public var journalOverflows = 0
+    /// Journal-only packets sent because our history was unconfirmed and nothing else went.
+    public var guardPackets = 0
 }
 
 /// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
@@ -74,6 +85,8 @@ public final class RTPMIDISession {
     private var controlSSRCByDataSSRC: [UInt32: UInt32] = [:]
     private var targets: [InvitationTarget] = []
     private var datagram: [UInt8] = []
+    /// The time of the last message sent: guard packets are timed from it.
+    private var lastSendTime = MonotonicInstant(nanoseconds: 0)
 
     /// A session answering through `delegate`; `random` supplies SSRCs, tokens and sequence
     /// numbers (non-zero values).
@@ -118,7 +131,7 @@ public final class RTPMIDISession {
         case .bye(let h): bye(h, from: address, now: now)
         case .clockSync(let ck): clockSync(ck, from: address, now: now)
         case .receiverFeedback(let ssrc, let sequence):
-            peer(ssrc)?.confirmedSequence = sequence
+            peer(ssrc)?.sender.confirm(sequence)
         case .ignored:
             break
         }
@@ -276,17 +289,33 @@ public final class RTPMIDISession {
             delegate.session(dropped: "RTP from SSRC \(header.ssrc), which has no session", from: address)
             return
         }
+        if let last = peer.lastSequence {
+            let distance = Int16(bitPattern: header.sequence &- last)
+            guard distance > 0 else { // a duplicate, or overtaken: what it held was repaired or passed on
+                counters.latePackets += 1
+                return
+            }
+            if distance > 1 {
+                counters.sequenceGaps += Int(distance) - 1
+                peer.lossUnrepaired = true
+            }
+        }
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
-        do {
-            try peer.receiver.receive(UnsafeRawBufferPointer(rebasing: bytes[payload])) { message, ticks in
-                counters.messagesReceived += 1
-                if peer.playout != nil {
-                    if !peer.playout!.schedule(message, ticks: ticks, now: now) { counters.lateEvents += 1 }
-                } else {
-                    deliver(message, from: peer, at: now)
-                }
+        func pass(_ message: MIDIMessage, ticks: UInt32) {
+            counters.messagesReceived += 1
+            if peer.playout != nil {
+                if !peer.playout!.schedule(message, ticks: ticks, now: now) { counters.lateEvents += 1 }
+            } else {
+                deliver(message, from: peer, at: now)
             }
+        }
+        let packet = UnsafeRawBufferPointer(rebasing: bytes[payload])
+        do {
+            try peer.receiver.receive(packet, validated: { journal in
+                guard peer.lossUnrepaired, let journal else { return }
+                repair(peer, journal: UnsafeRawBufferPointer(rebasing: packet[journal]), from: address) { pass($0, ticks: 0) }
+            }) { message, ticks in pass(message, ticks: ticks) }
         } catch {
             drop("\(error)", from: address)
             return
@@ -297,9 +326,6 @@ public final class RTPMIDISession {
                              + "or lost a segment; it was not passed on", from: address)
         }
         counters.packetsReceived += 1
-        if let last = peer.lastSequence, header.sequence != last &+ 1 {
-            counters.sequenceGaps += Int(header.sequence &- last &- 1)
-        }
         peer.lastSequence = header.sequence
         if peer.feedbackDue == nil {
             let earliest = peer.lastFeedbackSent?.advanced(byNanoseconds: configuration.receiverFeedbackInterval) ?? now
@@ -307,9 +333,29 @@ public final class RTPMIDISession {
         }
     }
 
+    /// After loss, hands `pass` the MIDI that brings what `peer` played, as we passed it on,
+    /// to the state its `journal` codes (see PeerMIDIState.repair).
+    private func repair(_ peer: SessionPeer, journal bytes: UnsafeRawBufferPointer, from address: NetworkAddress,
+                        _ pass: (MIDIMessage) -> Void) {
+        let journal: RecoveryJournal
+        do {
+            journal = try RecoveryJournal(parsing: bytes)
+        } catch { // unreachable: the walk checked the journal with the same code
+            drop("\(error)", from: address)
+            return
+        }
+        peer.lossUnrepaired = false
+        counters.repairs += 1
+        let before = peer.midi // repairing changes peer.midi: compare with it as it was
+        before.repair(from: journal) { message in
+            counters.repairMessages += 1
+            pass(message)
+        }
+    }
+
     /// Passes `message` from `peer` on, noting what it leaves held.
     private func deliver(_ message: MIDIMessage, from peer: SessionPeer, at time: MonotonicInstant) {
-        peer.held.track(message)
+        peer.midi.track(message)
         delegate.session(received: message, from: peer.info, at: time)
     }
 
@@ -319,20 +365,44 @@ public final class RTPMIDISession {
     /// packets go out when full and on `flush`.
     public func send(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: ((PeerInfo) -> Bool)? = nil) {
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
+        lastSendTime = time
         for peer in peers.values where peer.stage == .connected && accepting?(peer.info) ?? true {
-            queue(message, tick: tick, to: peer)
+            withSender(of: peer) { sender, send in sender.append(message, tick: tick, send) }
         }
     }
 
-    private func queue(_ message: MIDIMessage, tick: UInt32, to peer: SessionPeer) {
-        peer.sender.append(message, tick: tick) { packet in sendRTP(packet, to: peer) }
-    }
-
-    /// Sends every queued message now.
+    /// Sends every queued message now; while a peer's journal is unconfirmed, a journal-only
+    /// packet follows if nothing else is sent for a while (see `guardPacketDelay`).
     public func flush() {
         for peer in peers.values where !peer.sender.isEmpty {
-            peer.sender.flush { packet in sendRTP(packet, to: peer) }
+            withSender(of: peer) { sender, send in sender.flush(send) }
+            if peer.sender.hasUnconfirmedHistory {
+                peer.guardInterval = configuration.guardPacketDelay
+                peer.guardDue = lastSendTime.advanced(byNanoseconds: peer.guardInterval)
+            }
         }
+    }
+
+    /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows.
+    private func withSender(of peer: SessionPeer,
+                            _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
+        let overflows = peer.sender.journalOverflows
+        body(&peer.sender) { packet in sendRTP(packet, to: peer) }
+        counters.journalOverflows += peer.sender.journalOverflows - overflows
+    }
+
+    /// Sends `peer` a journal-only packet if its journal is still unconfirmed, and sets the next.
+    private func sendGuardPacket(_ peer: SessionPeer, now: MonotonicInstant) {
+        guard peer.sender.hasUnconfirmedHistory, peer.sender.isEmpty else {
+            peer.guardDue = nil
+            return
+        }
+        counters.guardPackets += 1
+        withSender(of: peer) { sender, send in
+            sender.sendJournal(tick: UInt32(truncatingIfNeeded: SessionClock.ticks(now)), send)
+        }
+        peer.guardInterval = min(peer.guardInterval * 2, configuration.guardPacketMaximumInterval)
+        peer.guardDue = now.advanced(byNanoseconds: peer.guardInterval)
     }
 
     private func sendRTP(_ packet: UnsafeRawBufferPointer, to peer: SessionPeer) {
@@ -386,6 +456,7 @@ public final class RTPMIDISession {
             }
             peer.playout?.deliverDue(now: now) { message, due in deliver(message, from: peer, at: due) }
             if let due = peer.nextSync, now >= due { sendClockSync(peer, now: now) }
+            if let due = peer.guardDue, now >= due { sendGuardPacket(peer, now: now) }
             if let due = peer.feedbackDue, now >= due, let sequence = peer.lastSequence {
                 sendSession(.receiverFeedback(ssrc: ssrc, sequence: sequence), from: .control, to: peer.info.address)
                 peer.feedbackDue = nil
@@ -455,7 +526,7 @@ public final class RTPMIDISession {
         peers[peer.info.ssrc] = nil
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
         peer.playout?.deliverAll(now: now) { message, _ in deliver(message, from: peer, at: now) }
-        peer.held.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
+        peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
                 // Invite it again when it comes back (after a pause, so a peer that left on purpose is not pestered).

@@ -32,6 +32,11 @@ public struct SessionConfiguration: Sendable {
     public var reinvitationDelay: UInt64 = 10_000_000_000
     /// RS goes out at most this often while data arrives.
     public var receiverFeedbackInterval: UInt64 = 1_000_000_000
+    /// While a peer has not confirmed our journal, a journal-only packet goes this long after
+    /// the last packet (so a lost final note-off is repaired within about this)...
+    public var guardPacketDelay: UInt64 = 10_000_000
+    /// ...then again after twice the wait each time, up to this, until the peer confirms.
+    public var guardPacketMaximumInterval: UInt64 = 1_000_000_000
     /// The largest SysEx accepted from a peer; longer ones are dropped and counted.
     public var sysExLimit = 1 << 20
     /// The largest datagram we send.

@@ -46,7 +46,10 @@ final class SessionPeer {
     var dataAddress: NetworkAddress
     var receiver: RTPMIDIReceiver
     var sender: RTPMIDISender
-    var held = PeerHeldNotes()
+    /// What the peer played, as passed on: released when it leaves, repaired after loss.
+    var midi = PeerMIDIState()
+    /// Packets were lost and no journal has repaired the loss yet.
+    var lossUnrepaired = false
     /// Events waiting for their time, for a peer played by timestamp; nil: played on arrival.
     var playout: PlayoutBuffer?
     /// When the last CK (or, before the first, the handshake) arrived.
@@ -58,8 +61,10 @@ final class SessionPeer {
     var lastSequence: UInt16?
     var feedbackDue: MonotonicInstant?
     var lastFeedbackSent: MonotonicInstant?
-    /// The last sequence the peer confirmed with RS (the journal checkpoint can move past it).
-    var confirmedSequence: UInt16?
+    /// When a journal-only packet is next due while our journal to the peer is unconfirmed
+    /// and nothing else is sent (RFC 4696 guard packets), and the wait after that one.
+    var guardDue: MonotonicInstant?
+    var guardInterval: UInt64 = 0
 
     init(info: PeerInfo, token: UInt32, now: MonotonicInstant, receiver: RTPMIDIReceiver, sender: RTPMIDISender) {
         self.info = info
@@ -74,7 +79,7 @@ final class SessionPeer {
 
     /// The earliest time this peer needs the session's attention.
     var deadline: MonotonicInstant? {
-        earlier(earlier(nextSync, feedbackDue), playout?.nextDue)
+        earlier(earlier(nextSync, feedbackDue), earlier(guardDue, playout?.nextDue))
     }
 }
 
