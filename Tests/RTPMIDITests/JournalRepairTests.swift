@@ -1,0 +1,195 @@
+import MIDI
+import MIDITestSupport
+import Testing
+@testable import RTPMIDI
+
+/// Loss repaired from recovery journals: crafted journals into a session, and random
+/// histories through a lossy virtual network from a real sender.
+@Suite struct JournalRepairTests {
+    /// Sessions A and B connected on a virtual network.
+    func connected(configure: (inout SessionConfiguration) -> Void = { _ in }) -> (VirtualNetwork, RecordingHost, RecordingHost) {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100, configure: configure)
+        let b = net.add(2, name: "B", ssrc: 200, configure: configure)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        return (net, a, b)
+    }
+
+    /// Hands B an RTP packet from A: sequence `sequence`, commands `commands` (complete
+    /// messages, no deltas), and `journal` if given.
+    func deliver(_ commands: [MIDIMessage], sequence: UInt16, journal: RecoveryJournal? = nil,
+                 from a: RecordingHost, to b: RecordingHost, now: MonotonicInstant) {
+        var list: [UInt8] = []
+        var encoder = MIDIEncoder()
+        for (index, message) in commands.enumerated() {
+            if index > 0 { list.append(0) } // delta time 0
+            encoder.encode(message) { list.append($0) }
+        }
+        var packet: [UInt8] = [0x80, 0x61, UInt8(sequence >> 8), UInt8(sequence & 0xFF), 0, 0, 0, 1]
+        packet += [0, 0, 0, UInt8(a.session.ssrc)] // SSRC 100
+        packet += [0x80 | (journal == nil ? 0 : 0x40) | UInt8(list.count >> 8), UInt8(list.count & 0xFF)] + list
+        journal?.encode(into: &packet)
+        packet.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: now) }
+    }
+
+    @Test func aLostNoteOffIsRepairedInPlaceBeforeThePacketsOwnCommands() {
+        let (net, a, b) = connected()
+        deliver([noteOn(0, 60)], sequence: 1, journal: RecoveryJournal(checkpoint: 0), from: a, to: b, now: net.now)
+        // Packet 2 (note-off 60) is lost; packet 3's journal says 60 is off.
+        let journal = RecoveryJournal(checkpoint: 1, channels: [
+            ChannelJournal(channel: 0, notes: NoteChapter(offNotes: [60])),
+        ])
+        deliver([noteOn(0, 62)], sequence: 3, journal: journal, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOff(0, 60, 64), noteOn(0, 62)])
+        #expect(b.session.counters.repairs == 1 && b.session.counters.repairMessages == 1)
+        #expect(b.session.counters.sequenceGaps == 1)
+    }
+
+    @Test func aLostSustainReleaseIsRepaired() {
+        let (net, a, b) = connected()
+        deliver([cc(0, 64, 127)], sequence: 1, from: a, to: b, now: net.now)
+        let journal = RecoveryJournal(checkpoint: 1, channels: [
+            ChannelJournal(channel: 0, controllers: [ControllerLog(number: 64, tool: .value(0))]),
+        ])
+        deliver([], sequence: 3, journal: journal, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [cc(0, 64, 127), cc(0, 64, 0)])
+    }
+
+    @Test func aLostProgramChangeIsRepairedWithItsBank() {
+        let (net, a, b) = connected()
+        deliver([.programChange(channel: UInt4(masking: 2), program: UInt7(masking: 5))], sequence: 1, from: a, to: b, now: net.now)
+        let journal = RecoveryJournal(checkpoint: 1, channels: [
+            ChannelJournal(channel: 2, program: ProgramChapter(program: 9, bankMSB: 1, bankLSB: 3)),
+        ])
+        deliver([noteOn(2, 40)], sequence: 5, journal: journal, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [
+            .programChange(channel: UInt4(masking: 2), program: UInt7(masking: 5)),
+            cc(2, 0, 1), cc(2, 32, 3), .programChange(channel: UInt4(masking: 2), program: UInt7(masking: 9)),
+            noteOn(2, 40),
+        ])
+    }
+
+    @Test func aLostStopIsRepaired() {
+        let (net, a, b) = connected()
+        deliver([.start, .timingClock, .timingClock], sequence: 1, from: a, to: b, now: net.now)
+        let journal = RecoveryJournal(checkpoint: 1, system: SystemJournal(
+            sequencer: SequencerChapter(running: false, downbeat: false, clock: 2)))
+        deliver([], sequence: 3, journal: journal, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [.start, .timingClock, .timingClock, .stop])
+    }
+
+    @Test func nothingIsRepairedWithoutLossAndNothingIsPlayedTwice() {
+        let (net, a, b) = connected()
+        // The macOS packet's journal lists 48 as off while the packet turns it on: no loss, no repair.
+        let macOS: [UInt8] = [0x80, 0x61, 0x42, 0x7a, 0x4b, 0x9f, 0x30, 0x36, 0, 0, 0, 100,
+                              0x43, 0x90, 0x30, 0x26, 0x20, 0x42, 0x76, 0x00, 0x06, 0x08, 0x00, 0x66, 0x85]
+        macOS.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: net.now) }
+        #expect(b.received.map(\.0) == [noteOn(0, 48, 38)])
+        // After a loss, notes the journal lists as on that we already have are not played again.
+        let journal = RecoveryJournal(checkpoint: 17018, channels: [
+            ChannelJournal(channel: 0, notes: NoteChapter(logs: [NoteLog(note: 48, velocity: 38, play: true),
+                                                                 NoteLog(note: 50, velocity: 90, play: true),
+                                                                 NoteLog(note: 52, velocity: 90, play: false)])),
+        ])
+        deliver([], sequence: 17021, journal: journal, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [noteOn(0, 48, 38), noteOn(0, 50, 90)])
+        #expect(b.session.counters.repairs == 1)
+    }
+
+    @Test func lateAndDuplicatePacketsAreDroppedAndCounted() {
+        let (net, a, b) = connected()
+        deliver([noteOn(0, 60)], sequence: 10, from: a, to: b, now: net.now)
+        deliver([noteOn(0, 62)], sequence: 12, from: a, to: b, now: net.now)
+        deliver([noteOn(0, 61)], sequence: 11, from: a, to: b, now: net.now) // overtaken
+        deliver([noteOn(0, 62)], sequence: 12, from: a, to: b, now: net.now) // duplicate
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 62)])
+        #expect(b.session.counters.latePackets == 2)
+    }
+
+    @Test func aLossWithoutAJournalIsRepairedByTheNextJournal() {
+        let (net, a, b) = connected()
+        deliver([noteOn(0, 60)], sequence: 1, from: a, to: b, now: net.now)
+        deliver([noteOn(0, 70)], sequence: 3, from: a, to: b, now: net.now) // gap, J=0
+        let journal = RecoveryJournal(checkpoint: 1, channels: [ChannelJournal(channel: 0, notes: NoteChapter(offNotes: [60]))])
+        deliver([], sequence: 4, journal: journal, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 70), noteOff(0, 60, 64)])
+    }
+
+    /// The state `messages` leave, as the journal sees it.
+    func state(after messages: [MIDIMessage]) -> MIDIState {
+        var state = MIDIState()
+        var changes: [MIDIState.Change] = []
+        for message in messages { state.apply(message, changes: &changes) }
+        return state
+    }
+
+    /// A random message the journal protects (every channel voice kind, transport, clock).
+    func journalledMessage(_ random: inout SeededGenerator) -> MIDIMessage {
+        let channel = UInt4(masking: UInt8.random(in: 0...3, using: &random))
+        let note = UInt7(masking: UInt8.random(in: 36...60, using: &random))
+        switch Int.random(in: 0..<20, using: &random) {
+        case 0..<6: return .noteOn(channel: channel, note: note, velocity: UInt7(masking: UInt8.random(in: 1...127, using: &random)))
+        case 6..<11: return .noteOff(channel: channel, note: note, velocity: random.seven())
+        case 11..<14: return .controlChange(channel: channel, controller: UInt7(masking: [1, 7, 11, 64, 74, 0, 32].randomElement(using: &random)!),
+                                            value: random.seven())
+        case 14: return .programChange(channel: channel, program: random.seven())
+        case 15: return .pitchBend(channel: channel, value: random.fourteen())
+        case 16: return .channelPressure(channel: channel, pressure: random.seven())
+        case 17: return .polyPressure(channel: channel, note: note, pressure: random.seven())
+        case 18: return [MIDIMessage.start, .stop, .continue, .timingClock].randomElement(using: &random)!
+        default: return .controlChange(channel: channel, controller: UInt7(masking: 123), value: .zero) // all notes off
+        }
+    }
+
+    @Test(arguments: [0.01, 0.05, 0.2])
+    func randomHistoriesThroughLossArriveWhole(lossRate: Double) {
+        var random = SeededGenerator(seed: UInt64(lossRate * 1000))
+        let (net, a, b) = connected()
+        var lossy = true
+        net.lose = { bytes, port in
+            port == .data && bytes.first == 0x80 && lossy && Double.random(in: 0..<1, using: &random) < lossRate
+        }
+        var sent: [MIDIMessage] = []
+        var messageRandom = SeededGenerator(seed: 7)
+        for packet in 0..<600 {
+            if packet == 590 { lossy = false } // the last packets (and their journals) arrive
+            for _ in 0..<Int.random(in: 1...4, using: &messageRandom) {
+                let message = journalledMessage(&messageRandom)
+                sent.append(message)
+                a.session.send(message, at: net.now)
+            }
+            a.session.flush()
+            net.deliver()
+            if packet % 50 == 0 { net.run(seconds: 0.05, step: 0.01) } // RS moves the checkpoint now and then
+        }
+        let expected = state(after: sent), played = state(after: b.received.map(\.0))
+        for c in 0..<4 {
+            #expect(played.channels[c].velocity == expected.channels[c].velocity, "notes of channel \(c + 1)")
+            #expect(played.channels[c].controllers == expected.channels[c].controllers, "controllers of channel \(c + 1)")
+            #expect(played.channels[c].program?.program == expected.channels[c].program?.program)
+            #expect(played.channels[c].pitchWheel == expected.channels[c].pitchWheel)
+            #expect(played.channels[c].pressure == expected.channels[c].pressure)
+            #expect(played.channels[c].polyPressure == expected.channels[c].polyPressure)
+        }
+        #expect(played.running == expected.running)
+        #expect(b.session.counters.sequenceGaps > 0 && b.session.counters.repairs > 0)
+    }
+
+    @Test func theJournalOfARandomHistoryDecodesToWhatWasEncoded() throws {
+        var random = SeededGenerator(seed: 11)
+        var history = JournalHistory(firstSequence: 1000)
+        for sequence in UInt16(1000)..<1400 {
+            for _ in 0..<3 { history.record(journalledMessage(&random), sequence: sequence, tick: 0) }
+            if sequence % 97 == 0 { history.confirm(sequence &- 20, lastSent: sequence) }
+            let journal = history.journal(at: 10)
+            var bytes: [UInt8] = []
+            journal.encode(into: &bytes)
+            let decoded = try bytes.withUnsafeBytes { raw in
+                Result { () throws(RTPMIDIError) in try RecoveryJournal(parsing: raw) }
+            }.get()
+            #expect(decoded == journal)
+            #expect(bytes.count == journal.encodedLength)
+        }
+    }
+}
