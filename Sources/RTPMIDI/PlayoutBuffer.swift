@@ -76,21 +76,13 @@ struct PlayoutBuffer {
         return inTime
     }
 
-    /// Hands every event due by `now` to `deliver`, with its due time, in order.
-    mutating func deliverDue(now: MonotonicInstant, _ deliver: (MIDIMessage, MonotonicInstant) -> Void) {
-        while head < pending.count, pending[head].due <= now {
-            let (message, due) = pending[head]
-            head += 1
-            deliver(message, due)
-        }
-    }
-
-    /// Hands every waiting event to `deliver` now (the peer is leaving).
-    mutating func deliverAll(now: MonotonicInstant, _ deliver: (MIDIMessage, MonotonicInstant) -> Void) {
-        while head < pending.count {
+    /// Hands every event due by `now` (all of them if `everything`: the peer is leaving) to
+    /// `deliver`, in order.
+    mutating func deliver(dueBy now: MonotonicInstant, everything: Bool = false, _ deliver: (MIDIMessage) -> Void) {
+        while head < pending.count, everything || pending[head].due <= now {
             let message = pending[head].message
             head += 1
-            deliver(message, now)
+            deliver(message)
         }
     }
 }

@@ -454,7 +454,7 @@ public final class RTPMIDISession {
                 remove(peer, reason: .timedOut, now: now)
                 continue
             }
-            peer.playout?.deliverDue(now: now) { message, due in deliver(message, from: peer, at: due) }
+            peer.playout?.deliver(dueBy: now) { deliver($0, from: peer, at: now) }
             if let due = peer.nextSync, now >= due { sendClockSync(peer, now: now) }
             if let due = peer.guardDue, now >= due { sendGuardPacket(peer, now: now) }
             if let due = peer.feedbackDue, now >= due, let sequence = peer.lastSequence {
@@ -525,7 +525,7 @@ public final class RTPMIDISession {
     private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
         peers[peer.info.ssrc] = nil
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
-        peer.playout?.deliverAll(now: now) { message, _ in deliver(message, from: peer, at: now) }
+        peer.playout?.deliver(dueBy: now, everything: true) { deliver($0, from: peer, at: now) }
         peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
