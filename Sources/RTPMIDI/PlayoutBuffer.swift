@@ -7,12 +7,12 @@ import MIDI
 /// clock minus its RTP timestamp on the sender's clock) is the clock offset between the two
 /// (what CK measures, without CK's half-round-trip error) plus that packet's network delay.
 /// The delay used is the largest transit of the last `window` packets: it grows at once when
-/// the network gets worse and shrinks slowly (1/64 of the excess per packet) when it gets
-/// better, so a change in it never jolts the timing. An event whose time has already passed
+/// the network gets worse and shrinks slowly (1/`window` of the excess per packet) when it
+/// gets better, so that a change in it rarely jolts the timing. An event whose time has already passed
 /// when it arrives is played at once and counted as late.
 struct PlayoutBuffer {
     /// Packets whose transit the delay covers.
-    static let window = 64
+    static let window = 256
     /// The most a packet may be held: a peer whose clock jumps is not allowed to mute itself.
     static let maximumDelay: Int64 = 100_000_000
 
@@ -52,7 +52,7 @@ struct PlayoutBuffer {
         let best = transits.min() ?? transit
         let wanted = min(worst, best + Self.maximumDelay)
         if let current = target, wanted < current {
-            target = current - (current - wanted) / 64
+            target = current - (current - wanted) / Int64(Self.window)
         } else {
             target = wanted
         }

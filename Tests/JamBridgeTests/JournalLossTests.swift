@@ -47,14 +47,14 @@ private let ms: UInt64 = 1_000_000
 
     /// Runs the song from a sender through `relay`'s fate to a receiver; returns what the
     /// receiver recorded (with times) and its log.
-    func run(fate: @escaping () -> LossyRelay.Fate, receiverSession: String = "")
-        throws -> (recorded: [TimedSong.Entry], log: String, relay: (passed: Int, dropped: Int)) {
+    func run(song: [TimedSong.Entry] = song(), fate: @escaping () -> LossyRelay.Fate, receiverSession: String = "")
+        throws -> (recorded: [TimedSong.Entry], played: [UInt64], log: String, relay: (passed: Int, dropped: Int)) {
         let dir = try temporaryDirectory()
         let port = freshSessionPort()
         let relay = try LossyRelay(targetPort: port, fate: fate)
         relay.start()
         defer { relay.stop() }
-        let sender = try writeSetup(in: dir, song: Self.song(), routes: """
+        let sender = try writeSetup(in: dir, song: song, routes: """
             session: { name: Sender, port: \(port + 2), bind: 127.0.0.1, advertise: false,
                        invite: [ { host: 127.0.0.1, port: \(relay.front.controlPort) } ] }
             endpoints:
@@ -70,14 +70,18 @@ private let ms: UInt64 = 1_000_000
             routes:
               - { from: session, to: tape }
             """.write(to: receiverFile, atomically: true, encoding: .utf8)
-        let receiver = try JamBridgeProcess(["run", "--stop-after", "9", receiverFile.path])
+        let receiver = try JamBridgeProcess(["run", "--monitor", "--stop-after", "9", receiverFile.path])
         Thread.sleep(forTimeInterval: 0.3)
         let senderResult = try jambridge(["run", "--stop-after", "8", sender])
         let receiverResult = receiver.finish()
         #expect(senderResult.status == 0, "\(senderResult.err)")
         #expect(receiverResult.status == 0, "\(receiverResult.err)")
         let song = try StandardMIDIFile(bytes: [UInt8](try Data(contentsOf: dir.appendingPathComponent("received.mid"))))
-        return (TimedSong(song).entries, receiverResult.err, relay.dataPackets)
+        // The monitor's lines give when each event was passed on, to the microsecond.
+        let played = receiverResult.out.split(separator: "\n").filter { $0.contains("session -> tape") }.compactMap { line in
+            line.split(separator: " ").first.flatMap { Double($0) }.map { UInt64(($0 * 1e9).rounded()) }
+        }
+        return (TimedSong(song).entries, played, receiverResult.err, relay.dataPackets)
     }
 
     /// A figure from the receiver's "session ... stopped:" log line, e.g. "lost" or "late packets dropped".
@@ -104,7 +108,7 @@ private let ms: UInt64 = 1_000_000
         let lock = NSLock()
         nonisolated(unsafe) var random = SeededGenerator(seed: 4696)
         nonisolated(unsafe) var count = 0
-        let (recorded, log, relay) = try run(fate: {
+        let (recorded, _, log, relay) = try run(fate: {
             lock.withLock {
                 count += 1
                 let rate = switch loss {
@@ -132,5 +136,41 @@ private let ms: UInt64 = 1_000_000
         print("journal loss test, \(loss): \(packets) data packets, \(relay.dropped) lost, \(repairs) repairs "
               + "(\(String(format: "%.1f", Double(repairs) * 1000 / Double(packets))) per 1000 packets), "
               + "\(figure("late packets dropped", in: log)) late, \(messages.count) messages recorded")
+    }
+
+    /// The spacing errors (µs, absolute) between consecutive events played (ns) and sent.
+    func spacingErrors(_ played: [UInt64], _ song: [TimedSong.Entry]) -> [Double] {
+        func spacings(_ times: [UInt64]) -> [Double] {
+            zip(times.dropFirst(), times).map { later, earlier in Double(later) - Double(earlier) }
+        }
+        return zip(spacings(played), spacings(song.map { $0.offset })).map { got, sent in abs(got - sent) / 1000 }
+    }
+
+    @Test func timestampPlayoutUndoesRandomNetworkDelay() throws {
+        // 300 controller changes 20 ms apart, each packet delayed 0-10 ms at random on the way.
+        let song = (0..<300).map { (i: Int) -> TimedSong.Entry in
+            let message = cc(0, UInt8(20 + i % 8), UInt8(i % 128))
+            return TimedSong.Entry(offset: 1500 * ms + UInt64(i) * 20 * ms, message: message)
+        }
+        func delays() -> () -> LossyRelay.Fate {
+            let lock = NSLock()
+            nonisolated(unsafe) var random = SeededGenerator(seed: 3550)
+            return { lock.withLock { .delay(nanoseconds: UInt64.random(in: 0...10_000_000, using: &random)) } }
+        }
+        let timed = try run(song: song, fate: delays(), receiverSession: ", playout: timestamp")
+        let immediate = try run(song: song, fate: delays())
+        for result in [timed, immediate] {
+            #expect(result.recorded.map { $0.message } == song.map { $0.message }, "order and count")
+            #expect(result.played.count == song.count)
+        }
+        // The first packets teach the playout buffer the network's worst delay.
+        let timedErrors = spacingErrors(Array(timed.played.dropFirst(50)), Array(song.dropFirst(50))).sorted()
+        let immediateErrors = spacingErrors(immediate.played, song).sorted()
+        func percentile(_ sorted: [Double], _ q: Double) -> String {
+            String(format: "%.0f", sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))])
+        }
+        print("playout test, inter-event spacing error vs the sender (µs), 0-10 ms random delay: "
+              + "timestamp p50 \(percentile(timedErrors, 0.5)) p99 \(percentile(timedErrors, 0.99)) max \(percentile(timedErrors, 1)); "
+              + "immediate p50 \(percentile(immediateErrors, 0.5)) p99 \(percentile(immediateErrors, 0.99)) max \(percentile(immediateErrors, 1))")
     }
 }
