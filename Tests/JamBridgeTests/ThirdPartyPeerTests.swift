@@ -84,6 +84,8 @@ private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviti
         let receiver = try JamBridgeProcess(["run", "--stop-after", "3.5", receiverFile.path])
         Thread.sleep(forTimeInterval: 0.3)
         var messages = playing
+        messages += [.programChange(channel: UInt4(masking: 2), program: UInt7(masking: 5)),
+                     .pitchBend(channel: UInt4(masking: 2), value: UInt14(masking: 0x1234)), .start, .stop]
         messages.append(.sysEx(data: (0..<3000).map { UInt8($0 % 128) }))
         let entries = messages.enumerated().map { TimedSong.Entry(offset: 1000 * ms + UInt64($0.offset) * 10 * ms, message: $0.element) }
         let sender = try writeInvitingSender(in: dir, name: "Sender", port: port + 2, inviting: port, song: entries)
@@ -107,5 +109,25 @@ private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviti
         #expect(noteLines.contains { $0.hasPrefix("0\t64\t90") }, "\(notes.out)")
         #expect(noteLines.contains { $0.hasSuffix("\t7") || $0.hasSuffix("\t1") }, "\(notes.out)")
         #expect(try recorded(dir.appendingPathComponent("received.mid")) == messages)
+
+        // Every packet carries a journal of what the receiver has not confirmed (its first RS
+        // confirms the first packet at once): note 64 on channel 2, CC 1 = 64, program 5,
+        // bend 0x1234 (LSB 0x34, MSB 0x24), transport. tshark shows some values in hex.
+        let fields = ["rtpmidi.check_Seq_num", "rtpmidi.cj_chapter_n_log_note", "rtpmidi.cj_chapter_c_number",
+                      "rtpmidi.cj_chapter_c_value", "rtpmidi.cj_chapter_p_program", "rtpmidi.cj_chapter_w_first",
+                      "rtpmidi.cj_chapter_w_second", "rtpmidi.sj_chapter_q_nflag"]
+        let journals = try run("/usr/bin/tshark", decode + ["-Y", "rtpmidi.check_Seq_num", "-T", "fields", "-E", "occurrence=a",
+                                                             "-E", "aggregator=,"] + fields.flatMap { ["-e", $0] })
+        let rows = journals.out.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        func seen(_ field: String) -> Set<String> {
+            let column = fields.firstIndex(of: field)!
+            return Set(rows.flatMap { $0.count > column ? $0[column].split(separator: ",").map(String.init) : [] })
+        }
+        #expect(rows.count >= messages.count, "\(journals.out)")
+        #expect(seen("rtpmidi.cj_chapter_n_log_note").contains("64"), "\(journals.out)")
+        #expect(seen("rtpmidi.cj_chapter_c_number").contains("1") && seen("rtpmidi.cj_chapter_c_value").contains("0x40"))
+        #expect(seen("rtpmidi.cj_chapter_p_program").contains("5"), "\(journals.out)")
+        #expect(seen("rtpmidi.cj_chapter_w_first") == ["0x34"] && seen("rtpmidi.cj_chapter_w_second") == ["0x24"], "\(journals.out)")
+        #expect(!seen("rtpmidi.sj_chapter_q_nflag").isEmpty, "\(journals.out)")
     }
 }
