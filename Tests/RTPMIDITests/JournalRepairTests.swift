@@ -107,6 +107,17 @@ import Testing
         #expect(b.session.counters.latePackets == 2)
     }
 
+    @Test func lossIsSeenAcrossTheSequenceNumberWrap() {
+        let (net, a, b) = connected()
+        deliver([noteOn(0, 60)], sequence: 65534, from: a, to: b, now: net.now)
+        // 65535 (the note-off) is lost; 0 carries the journal.
+        let journal = RecoveryJournal(checkpoint: 65534, channels: [ChannelJournal(channel: 0, notes: NoteChapter(offNotes: [60]))])
+        deliver([noteOn(0, 61)], sequence: 0, journal: journal, from: a, to: b, now: net.now)
+        deliver([noteOn(0, 62)], sequence: 1, from: a, to: b, now: net.now)
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOff(0, 60, 64), noteOn(0, 61), noteOn(0, 62)])
+        #expect(b.session.counters.sequenceGaps == 1 && b.session.counters.latePackets == 0)
+    }
+
     @Test func aLossWithoutAJournalIsRepairedByTheNextJournal() {
         let (net, a, b) = connected()
         deliver([noteOn(0, 60)], sequence: 1, from: a, to: b, now: net.now)
