@@ -1,6 +1,6 @@
 // swift-tools-version:6.1
 // Benchmarks with percentiles and malloc counts (ordo-one package-benchmark).
-// Run: cd Benchmarks && swift package --disable-sandbox benchmark
+// Run: cd Benchmarks && swift package --disable-sandbox benchmark --skip-target rtpmidi-bench
 // Results and the machine they ran on are recorded in ../BENCHMARKS.md.
 import PackageDescription
 
@@ -28,6 +28,17 @@ let package = Package(
                 .product(name: "MIDI", package: "jambridge"),
             ],
             path: "Benchmarks/ParserBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The recovery journal's cost per RTP-MIDI packet (RTPMIDISender), results in ../BENCHMARKS.md.
+        .executableTarget(
+            name: "JournalBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MIDI", package: "jambridge"),
+                .product(name: "RTPMIDI", package: "jambridge"),
+            ],
+            path: "Benchmarks/JournalBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // RTP-MIDI forwarding through a running jambridge (latency against a bare UDP relay,

@@ -37,9 +37,6 @@ struct JournalHistory {
     private var scalars = [UInt8](repeating: 0, count: 16) // Scalar bits
     private var sequencerSequence: UInt16 = 0
     private var sequencerChanged = false
-    /// The journal built last, kept so its arrays are reused.
-    private var journal: RecoveryJournal
-    private var channelJournals = [ChannelJournal](repeating: ChannelJournal(channel: 0), count: 16)
 
     private enum Scalar {
         static let program: UInt8 = 1, wheel: UInt8 = 2, pressure: UInt8 = 4
@@ -48,8 +45,6 @@ struct JournalHistory {
     /// The history of a stream whose first packet is `firstSequence`.
     init(firstSequence: UInt16) {
         checkpoint = firstSequence &- 1
-        journal = RecoveryJournal(checkpoint: checkpoint)
-        for c in 0..<16 { channelJournals[c].channel = UInt8(c) }
     }
 
     /// True if nothing changed after the checkpoint: the journal would be empty.
@@ -124,57 +119,71 @@ struct JournalHistory {
         sequencerChanged = false
     }
 
-    /// The journal for a packet sent at `tick`.
-    mutating func journal(at tick: UInt32) -> RecoveryJournal {
-        journal.checkpoint = checkpoint
-        journal.channels.removeAll(keepingCapacity: true) // the channel journals' arrays are ours again
-        for c in 0..<16 where scalars[c] != 0 || !notes[c].isEmpty || !controllers[c].isEmpty || !polyPressures[c].isEmpty {
-            fillChannelJournal(c, tick: tick)
-            journal.channels.append(channelJournals[c])
+    /// Appends the journal for a packet sent at `tick` to `bytes`, written straight from the
+    /// history with the model's own chapter writers: nothing is built or allocated.
+    func encodeJournal(at tick: UInt32, into bytes: inout [UInt8]) {
+        var channelCount = 0
+        for c in 0..<16 where hasChanges(c) { channelCount += 1 }
+        var flags: UInt8 = sequencerChanged ? 0x40 : 0
+        if channelCount > 0 { flags |= 0x20 | UInt8(channelCount - 1) }
+        bytes.append(flags)
+        bytes.appendBigEndian(checkpoint)
+        if sequencerChanged {
+            SystemJournal(sequencer: SequencerChapter(running: state.running, downbeat: false, clock: state.position))
+                .encode(into: &bytes)
         }
-        journal.system = sequencerChanged
-            ? SystemJournal(sequencer: SequencerChapter(running: state.running, downbeat: false, clock: state.position))
-            : nil
-        return journal
+        for c in 0..<16 where hasChanges(c) { encodeChannelJournal(c, tick: tick, into: &bytes) }
     }
 
-    private mutating func fillChannelJournal(_ c: Int, tick: UInt32) {
-        let channel = state.channels[c]
-        channelJournals[c].program = scalars[c] & Scalar.program != 0
-            ? channel.program.map { ProgramChapter(program: $0.program, bankMSB: $0.bankLSB == nil ? nil : $0.bankMSB,
-                                                   bankLSB: $0.bankMSB == nil ? nil : $0.bankLSB) }
-            : nil
-        channelJournals[c].controllers.removeAll(keepingCapacity: true)
-        for number in controllers[c] {
-            channelJournals[c].controllers.append(ControllerLog(number: number, tool: .value(channel.controllers[Int(number)])))
+    private func hasChanges(_ c: Int) -> Bool {
+        scalars[c] != 0 || !notes[c].isEmpty || !controllers[c].isEmpty || !polyPressures[c].isEmpty
+    }
+
+    private func encodeChannelJournal(_ c: Int, tick: UInt32, into bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(0); bytes.append(0); bytes.append(0) // header and TOC, written at the end
+        var toc: UInt8 = 0
+        if scalars[c] & Scalar.program != 0, let program = state.channels[c].program {
+            toc |= 0x80
+            ProgramChapter(program: program.program, bankMSB: program.bankLSB == nil ? nil : program.bankMSB,
+                           bankLSB: program.bankMSB == nil ? nil : program.bankLSB).encode(into: &bytes)
         }
-        channelJournals[c].pitchWheel = scalars[c] & Scalar.wheel != 0
-            ? channel.pitchWheel.map { PitchWheelChapter(first: $0.lsb.value, second: $0.msb.value) }
-            : nil
-        if notes[c].isEmpty {
-            channelJournals[c].notes = nil
-        } else {
-            var chapter = channelJournals[c].notes ?? NoteChapter()
-            channelJournals[c].notes = nil // chapter's logs array unshared while it is filled
-            chapter.logs.removeAll(keepingCapacity: true)
-            chapter.offNotes = NoteSet()
-            for note in notes[c] {
-                let velocity = channel.velocity[Int(note)]
-                if velocity == 0 {
-                    chapter.offNotes.insert(note)
-                } else {
-                    let age = tick &- noteTick[c * 128 + Int(note)]
-                    chapter.logs.append(NoteLog(note: note, velocity: velocity, play: age < Self.playWindow))
-                }
+        if !controllers[c].isEmpty {
+            toc |= 0x40
+            bytes.append(UInt8(controllers[c].count - 1))
+            for number in controllers[c] {
+                ControllerLog(number: number, tool: .value(state.channels[c].controllers[Int(number)])).encode(into: &bytes)
             }
-            channelJournals[c].notes = chapter
         }
-        channelJournals[c].channelPressure = scalars[c] & Scalar.pressure != 0
-            ? channel.pressure.map { ChannelPressureChapter(pressure: $0) }
-            : nil
-        channelJournals[c].polyPressure.removeAll(keepingCapacity: true)
-        for note in polyPressures[c] {
-            channelJournals[c].polyPressure.append(PolyPressureLog(note: note, pressure: channel.polyPressure[Int(note)]))
+        if scalars[c] & Scalar.wheel != 0, let wheel = state.channels[c].pitchWheel {
+            toc |= 0x10
+            PitchWheelChapter(first: wheel.lsb.value, second: wheel.msb.value).encode(into: &bytes)
         }
+        if !notes[c].isEmpty {
+            toc |= 0x08
+            var on = NoteSet(), off = NoteSet()
+            for note in notes[c] {
+                if state.channels[c].velocity[Int(note)] == 0 { off.insert(note) } else { on.insert(note) }
+            }
+            NoteChapter.encodeHeader(b: false, logCount: on.count, offNotes: off, into: &bytes)
+            for note in on {
+                let age = tick &- noteTick[c * 128 + Int(note)]
+                NoteLog(note: note, velocity: state.channels[c].velocity[Int(note)], play: age < Self.playWindow)
+                    .encode(into: &bytes)
+            }
+            NoteChapter.encodeOffBits(off, logCount: on.count, into: &bytes)
+        }
+        if scalars[c] & Scalar.pressure != 0, let pressure = state.channels[c].pressure {
+            toc |= 0x02
+            ChannelPressureChapter(pressure: pressure).encode(into: &bytes)
+        }
+        if !polyPressures[c].isEmpty {
+            toc |= 0x01
+            bytes.append(UInt8(polyPressures[c].count - 1))
+            for note in polyPressures[c] {
+                PolyPressureLog(note: note, pressure: state.channels[c].polyPressure[Int(note)]).encode(into: &bytes)
+            }
+        }
+        ChannelJournal.writeHeader(channel: UInt8(c), length: bytes.count - start, toc: toc, into: &bytes, at: start)
     }
 }

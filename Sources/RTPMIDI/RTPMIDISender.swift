@@ -44,7 +44,7 @@ public struct RTPMIDISender: Sendable {
         encoder = MIDIEncoder(runningStatus: runningStatus)
         history = JournalHistory(firstSequence: sequence)
         buffer = []
-        buffer.reserveCapacity(self.maxDatagram)
+        buffer.reserveCapacity(self.maxDatagram + 512) // room for a journal written past the end, then cut
     }
 
     /// True if nothing is waiting to be sent.
@@ -94,11 +94,13 @@ public struct RTPMIDISender: Sendable {
         RTPHeader(sequence: sequence, timestamp: firstTick, ssrc: ssrc).encode(into: &buffer, at: 0)
         buffer[RTPHeader.size] = 0x80 | UInt8(truncatingIfNeeded: length >> 8) // B=1, J=0, Z=0, P=0
         buffer[RTPHeader.size + 1] = UInt8(truncatingIfNeeded: length)
-        let journal = history.journal(at: firstTick)
-        let journalFits = buffer.count + journal.encodedLength <= maxDatagram
+        let commandsEnd = buffer.count
+        history.encodeJournal(at: firstTick, into: &buffer)
+        let journalFits = buffer.count <= maxDatagram
         if journalFits {
             buffer[RTPHeader.size] |= 0x40
-            journal.encode(into: &buffer)
+        } else {
+            buffer.removeSubrange(commandsEnd...)
         }
         buffer.withUnsafeBytes(send)
         for (message, tick) in packetMessages { history.record(message, sequence: sequence, tick: tick) }

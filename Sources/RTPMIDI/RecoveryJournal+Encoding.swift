@@ -59,70 +59,126 @@ extension ChannelJournal {
         if enhancedChapterC { header |= 0x0400 }
         bytes.appendBigEndian(header)
         bytes.append(toc)
-        if let program {
-            let hasBank = program.bankMSB != nil && program.bankLSB != nil
-            bytes.append(bit(program.s) | program.program & 0x7F)
-            bytes.append(bit(hasBank) | (hasBank ? program.bankMSB ?? 0 : 0) & 0x7F)
-            bytes.append(bit(program.x) | (hasBank ? program.bankLSB ?? 0 : 0) & 0x7F)
-        }
+        program?.encode(into: &bytes)
         if !controllers.isEmpty {
             let logs = controllers.prefix(128)
             bytes.append(bit(controllerChapterS) | UInt8(logs.count - 1))
-            for log in logs {
-                bytes.append(bit(log.s) | log.number & 0x7F)
-                switch log.tool {
-                case .value(let value): bytes.append(value & 0x7F)
-                case .toggle(let alt): bytes.append(0x80 | alt & 0x3F)
-                case .count(let alt): bytes.append(0xC0 | alt & 0x3F)
-                }
-            }
+            for log in logs { log.encode(into: &bytes) }
         }
         if let parameterChapter { bytes.append(contentsOf: parameterChapter) }
-        if let pitchWheel {
-            bytes.append(bit(pitchWheel.s) | pitchWheel.first & 0x7F)
-            bytes.append(pitchWheel.second & 0x7F)
-        }
+        pitchWheel?.encode(into: &bytes)
         notes?.encode(into: &bytes)
         if let noteExtras { bytes.append(contentsOf: noteExtras) }
-        if let channelPressure { bytes.append(bit(channelPressure.s) | channelPressure.pressure & 0x7F) }
+        channelPressure?.encode(into: &bytes)
         if !polyPressure.isEmpty {
             let logs = polyPressure.prefix(128)
             bytes.append(bit(polyPressureChapterS) | UInt8(logs.count - 1))
-            for log in logs {
-                bytes.append(bit(log.s) | log.note & 0x7F)
-                bytes.append(bit(log.x) | log.pressure & 0x7F)
-            }
+            for log in logs { log.encode(into: &bytes) }
         }
+    }
+}
+
+// The pieces below are written by the model's encoder above and, without building the
+// model, by JournalHistory for every packet sent.
+
+extension ProgramChapter {
+    /// S|PROGRAM, B|BANK-MSB, X|BANK-LSB (B=1 only with both banks).
+    func encode(into bytes: inout [UInt8]) {
+        let hasBank = bankMSB != nil && bankLSB != nil
+        bytes.append(bit(s) | program & 0x7F)
+        bytes.append(bit(hasBank) | (hasBank ? bankMSB ?? 0 : 0) & 0x7F)
+        bytes.append(bit(x) | (hasBank ? bankLSB ?? 0 : 0) & 0x7F)
+    }
+}
+
+extension ControllerLog {
+    /// S|NUMBER, then A=0|VALUE, or A=1 T=0|ALT (toggle), or A=1 T=1|ALT (count).
+    func encode(into bytes: inout [UInt8]) {
+        bytes.append(bit(s) | number & 0x7F)
+        switch tool {
+        case .value(let value): bytes.append(value & 0x7F)
+        case .toggle(let alt): bytes.append(0x80 | alt & 0x3F)
+        case .count(let alt): bytes.append(0xC0 | alt & 0x3F)
+        }
+    }
+}
+
+extension PitchWheelChapter {
+    /// S|FIRST, R|SECOND (R sent 0).
+    func encode(into bytes: inout [UInt8]) {
+        bytes.append(bit(s) | first & 0x7F)
+        bytes.append(second & 0x7F)
+    }
+}
+
+extension NoteLog {
+    /// S|NOTENUM, Y|VELOCITY.
+    func encode(into bytes: inout [UInt8]) {
+        bytes.append(bit(s) | note & 0x7F)
+        bytes.append(bit(play) | velocity & 0x7F)
+    }
+}
+
+extension ChannelPressureChapter {
+    /// S|PRESSURE.
+    func encode(into bytes: inout [UInt8]) { bytes.append(bit(s) | pressure & 0x7F) }
+}
+
+extension PolyPressureLog {
+    /// S|NOTENUM, X|PRESSURE.
+    func encode(into bytes: inout [UInt8]) {
+        bytes.append(bit(s) | note & 0x7F)
+        bytes.append(bit(x) | pressure & 0x7F)
+    }
+}
+
+extension ChannelJournal {
+    /// Writes the 3-byte header (S|CHAN|H|LENGTH, TOC) of a channel journal of `length` bytes
+    /// over `bytes[offset...]` (S=0, H=0): for writers that learn the length at the end.
+    static func writeHeader(channel: UInt8, length: Int, toc: UInt8, into bytes: inout [UInt8], at offset: Int) {
+        let header = UInt16(channel & 0x0F) << 11 | UInt16(truncatingIfNeeded: length) & 0x03FF
+        bytes[offset] = UInt8(truncatingIfNeeded: header >> 8)
+        bytes[offset + 1] = UInt8(truncatingIfNeeded: header)
+        bytes[offset + 2] = toc
     }
 }
 
 extension NoteChapter {
     /// The off-bit octets written: the smallest LOW...HIGH span covering `offNotes`, or none
     /// (none either with 128 logs, whose LEN=127 LOW=15 HIGH=0 form leaves no room for them).
-    var offBitRange: ClosedRange<Int>? {
-        guard logs.count < 128, let lowest = offNotes.lowest, let highest = offNotes.highest else { return nil }
-        return Int(lowest / 8)...Int(highest / 8)
-    }
+    var offBitRange: ClosedRange<Int>? { Self.offBitRange(offNotes, logCount: logs.count) }
 
     /// The number of bytes this chapter occupies, header included.
     var encodedLength: Int { 2 + 2 * min(logs.count, 128) + (offBitRange?.count ?? 0) }
 
-    /// B|LEN, LOW|HIGH, logs, off bits. Without off bits LOW=15 and HIGH=0, except HIGH=1 for
-    /// exactly 127 logs (LEN=127 LOW=15 HIGH=0 means 128 logs).
+    /// B|LEN, LOW|HIGH, logs, off bits.
     func encode(into bytes: inout [UInt8]) {
         let logs = self.logs.prefix(128)
-        let range = offBitRange
+        Self.encodeHeader(b: b, logCount: logs.count, offNotes: offNotes, into: &bytes)
+        for log in logs { log.encode(into: &bytes) }
+        Self.encodeOffBits(offNotes, logCount: logs.count, into: &bytes)
+    }
+
+    /// The off-bit octets written for `offNotes` next to `logCount` logs (see `offBitRange`).
+    static func offBitRange(_ offNotes: NoteSet, logCount: Int) -> ClosedRange<Int>? {
+        guard logCount < 128, let lowest = offNotes.lowest, let highest = offNotes.highest else { return nil }
+        return Int(lowest / 8)...Int(highest / 8)
+    }
+
+    /// B|LEN, LOW|HIGH. Without off bits LOW=15 and HIGH=0, except HIGH=1 for exactly 127
+    /// logs (LEN=127 LOW=15 HIGH=0 means 128 logs).
+    static func encodeHeader(b: Bool, logCount: Int, offNotes: NoteSet, into bytes: inout [UInt8]) {
+        let range = offBitRange(offNotes, logCount: logCount)
         let low = range?.lowerBound ?? 15
-        let high = range?.upperBound ?? (logs.count == 127 ? 1 : 0)
-        bytes.append(bit(b) | UInt8(min(logs.count, 127)))
+        let high = range?.upperBound ?? (logCount == 127 ? 1 : 0)
+        bytes.append(bit(b) | UInt8(min(logCount, 127)))
         bytes.append(UInt8(low << 4 | high))
-        for log in logs {
-            bytes.append(bit(log.s) | log.note & 0x7F)
-            bytes.append(bit(log.play) | log.velocity & 0x7F)
-        }
-        if let range {
-            for index in range { bytes.append(offNotes.octet(at: index)) }
-        }
+    }
+
+    /// The off-bit octets of `offNotes`, after `logCount` logs.
+    static func encodeOffBits(_ offNotes: NoteSet, logCount: Int, into bytes: inout [UInt8]) {
+        guard let range = offBitRange(offNotes, logCount: logCount) else { return }
+        for index in range { bytes.append(offNotes.octet(at: index)) }
     }
 }
 
