@@ -21,6 +21,9 @@ let package = Package(
         .executableTarget(name: "FuzzRTPMIDIPayload", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
         ]),
+        .executableTarget(name: "FuzzRecoveryJournal", dependencies: [
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

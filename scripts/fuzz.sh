@@ -17,7 +17,10 @@ declare -A corpus=(
     [FuzzRouteFile]=route-file
     [FuzzSessionPacket]=session-packet
     [FuzzRTPMIDIPayload]=rtpmidi-payload
+    [FuzzRecoveryJournal]=recovery-journal
 )
+# Targets slower per input (two connected sessions each) run a fifth of the runs.
+declare -A divisor=([FuzzRecoveryJournal]=5)
 
 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld 2>&1 \
     | grep -E "error|warning: unre|Compiling Fuzz|Build complete" || true
@@ -29,7 +32,7 @@ for target in $(printf '%s\n' "${!corpus[@]}" | sort); do
     mkdir -p "$work/$target"
     cp "corpus/${corpus[$target]}/"* "$work/$target/"
     start=$(date +%s%N)
-    if ! SWIFT_BACKTRACE=enable=no ".build-fuzz/debug/$target" -runs="$runs" -seed="$seed" -timeout=10 \
+    if ! SWIFT_BACKTRACE=enable=no ".build-fuzz/debug/$target" -runs="$(( runs / ${divisor[$target]:-1} ))" -seed="$seed" -timeout=10 \
         -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$work/" "$work/$target" >"$work/$target.log" 2>&1; then
         tail -40 "$work/$target.log" >&2
         mkdir -p ../fuzz-work && cp "$work"/crash-* "$work"/timeout-* "$work"/leak-* ../fuzz-work/ 2>/dev/null || true

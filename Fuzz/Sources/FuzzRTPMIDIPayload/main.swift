@@ -4,12 +4,15 @@
 // starts), so SysEx segment state is carried across packets. Invariants:
 // - a payload that throws delivers nothing and leaves the receiver's counters unchanged;
 // - a delivered SysEx is at most `sysExLimit` bytes, all below 0x80;
-// - a returned journal range lies inside the payload, after the command section header;
+// - `validated` is called exactly once for a payload that decodes (never for one that throws),
+//   before any message is delivered; the journal range it is given lies inside the payload,
+//   after the command section header, and decodes as one journal using exactly those bytes;
 // - the parsed RTP header re-encodes to 12 bytes that parse back to the same header;
 // - the messages each packet delivers, re-sent through an RTPMIDISender (running status and
 //   a small datagram size chosen by the sequence number's low bits, so SysEx gets split into
 //   segments) and decoded by a fresh receiver, come back as the same messages at the same
-//   times (RTP timestamp + delta), except where the sender documents otherwise: a SysEx more
+//   times (RTP timestamp + delta), and every journal in its packets decodes and re-encodes
+//   to the same bytes, except where the sender documents otherwise: a SysEx more
 //   than 2^28-1 ticks after the previous command may play with it (delta 0).
 import FuzzSupport
 import MIDI
@@ -60,13 +63,24 @@ func decode(_ datagram: UnsafeRawBufferPointer, with receiver: inout RTPMIDIRece
     let payload = UnsafeRawBufferPointer(rebasing: datagram[range])
     var delivered: [(MIDIMessage, UInt32)] = []
     let (tooLong, incomplete) = (receiver.sysExTooLong, receiver.sysExIncomplete)
+    var validations = 0
     do {
-        let journal = try receiver.receive(payload) { message, ticks in delivered.append((message, ticks)) }
-        if let journal {
+        try receiver.receive(payload, validated: { journal in
+            precondition(delivered.isEmpty, "validated called after \(delivered.count) messages were delivered")
+            validations += 1
+            guard let journal else { return }
             precondition(journal.lowerBound >= 1 && journal.lowerBound <= journal.upperBound && journal.upperBound <= payload.count,
                          "journal range \(journal) outside a \(payload.count)-byte payload")
-        }
+            // The range holds exactly one well-formed journal: the decoder takes all of it.
+            let journalBytes = UnsafeRawBufferPointer(rebasing: payload[journal])
+            guard let (_, used) = try? RecoveryJournal.parsing(journalBytes) else {
+                preconditionFailure("the journal in \(journal) of \(Array(payload)) does not decode")
+            }
+            precondition(used == journal.count, "journal range \(journal) but the decoder used \(used) bytes")
+        }) { message, ticks in delivered.append((message, ticks)) }
+        precondition(validations == 1, "validated called \(validations) times for a well-formed payload")
     } catch {
+        precondition(validations == 0, "a payload that threw (\(error)) was reported validated")
         precondition(delivered.isEmpty, "a payload that threw (\(error)) delivered \(delivered.count) messages")
         precondition(receiver.sysExTooLong == tooLong && receiver.sysExIncomplete == incomplete,
                      "a payload that threw (\(error)) changed the receiver's SysEx state")
@@ -94,7 +108,10 @@ func roundTrip(_ messages: [(MIDIMessage, UInt32)], runningStatus: Bool, maxData
         precondition(header.ssrc == 0x1234_5678 && header.sequence == 0xFFFE &+ UInt16(truncatingIfNeeded: packets))
         packets += 1
         do {
-            try decoder.receive(UnsafeRawBufferPointer(rebasing: packet[range])) { message, ticks in
+            let payload = UnsafeRawBufferPointer(rebasing: packet[range])
+            try decoder.receive(payload, validated: { journal in
+                if let journal { checkSentJournal(UnsafeRawBufferPointer(rebasing: payload[journal])) }
+            }) { message, ticks in
                 again.append((message, header.timestamp &+ ticks))
             }
         } catch {
@@ -112,6 +129,15 @@ func roundTrip(_ messages: [(MIDIMessage, UInt32)], runningStatus: Bool, maxData
         precondition(allowed, "\(message) at tick \(ticks) came back at \(time) (previous at \(last.map(String.init) ?? "-"))")
         last = time
     }
+}
+
+/// A journal a sender wrote decodes, and re-encodes to the same bytes (senders write the
+/// canonical form).
+func checkSentJournal(_ bytes: UnsafeRawBufferPointer) {
+    guard let journal = try? RecoveryJournal(parsing: bytes) else { preconditionFailure("sent journal \(Array(bytes)) does not decode") }
+    var again: [UInt8] = []
+    journal.encode(into: &again)
+    precondition(again.elementsEqual(bytes), "sent journal \(Array(bytes)) re-encodes as \(again)")
 }
 
 runFuzzer { fuzzOne($0, $1) }

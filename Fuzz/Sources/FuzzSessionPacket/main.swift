@@ -19,14 +19,16 @@
 //     Invariants, checked by the recording delegate and after each step:
 //     - every datagram sent is a session packet that parses, carries our SSRC, and uses the
 //       right port (CK on data; RS and BY on control), or (data port only, only from
-//       send/flush) an RTP packet with our SSRC, at most maxDatagram bytes, whose payload a
-//       receiver per destination decodes without throwing;
+//       send/flush, or from tick or invite a journal-only guard packet) an RTP packet with our
+//       SSRC, at most maxDatagram bytes, whose payload a receiver per destination decodes without
+//       throwing, and whose journal (if J=1) decodes and re-encodes to the same bytes;
 //     - a datagram is answered by at most one datagram; an IN by exactly one OK or NO to its
 //       sender on the same port with its token; NO, BY, RS, RTP, CK 2, malformed and ignored
 //       datagrams by none (a CK 2 is never answered); CK 0 only by CK 1, CK 1 only by CK 2;
 //     - peerJoined names a peer not already joined, peerLeft one that is, after all its
-//       notes and pedals were released through `received`; MIDI arrives only from joined
-//       peers, at the current time;
+//       notes and pedals were released through `received` (notes as the session tracks them:
+//       CC 120 and 123-127 end a channel's notes, CC 121 lifts its pedals); MIDI arrives only
+//       from joined peers, at the current time;
 //     - connectedPeers matches the joined set, and never exceeds the number of distinct
 //       SSRCs seen in IN and OK packets; counters never decrease;
 //     - after tick(now) nothing is due at or before now (nextDeadline > now).
@@ -38,8 +40,6 @@ import FuzzSupport
 import MIDI
 import RTPMIDI
 
-let tracing = getenv("FUZZ_TRACE") != nil
-func trace(_ text: @autoclosure () -> String) { if tracing { print(text()) } }
 
 // MARK: (a) one packet
 
@@ -116,13 +116,31 @@ final class Checker: RTPMIDISessionDelegate {
             replies.append((packet, port, address))
             return
         }
-        guard case .sending = activity else { preconditionFailure("sent RTP while not sending MIDI (\(activity))") }
         precondition(port == .data && datagram.count <= maxDatagram, "sent a \(datagram.count)-byte RTP datagram from \(port)")
         guard let (header, range) = try? RTPHeader.parse(datagram) else { preconditionFailure("sent a malformed RTP header \(Array(datagram))") }
+        switch activity {
+        case .sending: break
+        case .ticking: // only a guard packet: no commands, a journal (B=1 header, length 0, J=1)
+            precondition(range.count >= 2 && datagram[range.lowerBound] & 0xCF == 0xC0 && datagram[range.lowerBound + 1] == 0,
+                         "sent RTP other than a guard packet from tick: \(Array(datagram))")
+        default: preconditionFailure("sent RTP while not sending MIDI or ticking (\(activity))")
+        }
         precondition(header.ssrc == session.ssrc && header.payloadType == RTPHeader.midiPayloadType)
         var decoder = decoders[address] ?? RTPMIDIReceiver(sysExLimit: 1 << 20)
         do {
-            try decoder.receive(UnsafeRawBufferPointer(rebasing: datagram[range])) { _, _ in }
+            let payload = UnsafeRawBufferPointer(rebasing: datagram[range])
+            var validations = 0
+            try decoder.receive(payload, validated: { journal in
+                validations += 1
+                guard let journal else { return }
+                precondition(journal.lowerBound >= 1 && journal.upperBound <= payload.count, "journal range \(journal) outside the payload")
+                let bytes = UnsafeRawBufferPointer(rebasing: payload[journal])
+                guard let decoded = try? RecoveryJournal(parsing: bytes) else { preconditionFailure("sent journal \(Array(bytes)) does not decode") }
+                var again: [UInt8] = []
+                decoded.encode(into: &again)
+                precondition(again.elementsEqual(bytes), "sent journal \(Array(bytes)) is not canonical: re-encodes as \(again)")
+            }) { _, _ in }
+            precondition(validations == 1, "validated called \(validations) times for a sent packet")
         } catch {
             preconditionFailure("sent an RTP payload that does not decode (\(error)): \(Array(datagram))")
         }
@@ -141,6 +159,10 @@ final class Checker: RTPMIDISessionDelegate {
         case .controlChange(let c, let n, let v) where [64, 66, 69].contains(n.value):
             let key = 1 << 11 | Int(c.value) << 7 | Int(n.value)
             if v.value >= 64 { notes.insert(key) } else { notes.remove(key) }
+        case .controlChange(let c, let n, _) where n.value == 120 || n.value >= 123: // all notes off, mode changes
+            notes = notes.filter { $0 >> 7 != Int(c.value) }
+        case .controlChange(let c, let n, _) where n.value == 121: // reset all controllers: pedals up
+            notes = notes.filter { $0 >> 7 != 1 << 4 | Int(c.value) }
         case .systemReset: notes = []
         default: break
         }
@@ -162,18 +184,6 @@ final class Checker: RTPMIDISessionDelegate {
 
     func session(dropped reason: String, from address: NetworkAddress) { trace("  dropped from \(address): \(reason)") }
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) { trace("  invitation to \(target) failed: \(reason)") }
-}
-
-final class Random {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    func next() -> UInt32 { // splitmix64, never 0
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return max(1, UInt32(truncatingIfNeeded: z ^ (z >> 31)))
-    }
 }
 
 func driveSession(_ input: UnsafeRawBufferPointer) {
@@ -251,7 +261,7 @@ func driveSession(_ input: UnsafeRawBufferPointer) {
     }
 
     if flags & 8 != 0 {
-        checker.activity = .other
+        checker.activity = .ticking // invite ticks the session
         session.invite(hosts[1], label: "B", now: now)
         check()
     }
@@ -287,7 +297,7 @@ func driveSession(_ input: UnsafeRawBufferPointer) {
             checker.activity = .other
             offset = end
         default:
-            checker.activity = .other
+            checker.activity = length >= 0x80 ? .other : .ticking // invite ticks the session
             if length >= 0x80 { session.close(now: now) } else { session.invite(host, label: "fuzz", now: now) }
         }
         check()
