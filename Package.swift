@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "MIDI", targets: ["MIDI"]),
         .library(name: "Routing", targets: ["Routing"]),
         .library(name: "RTPMIDI", targets: ["RTPMIDI"]),
+        .library(name: "ALSA", targets: ["ALSA"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
     ],
     dependencies: [
@@ -22,13 +23,17 @@ let package = Package(
         .target(name: "Routing", dependencies: ["MIDI", .product(name: "Yams", package: "Yams")]),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
         .target(name: "RTPMIDI", dependencies: ["MIDI"]),
+        // libasound's sequencer API with one-line C functions for its macros (Debian libasound2-dev).
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // ALSA sequencer client: ports, connections, hot-plug announcements, events <-> MIDI.
+        .target(name: "ALSA", dependencies: ["CALSA", "MIDI"]),
         // The avahi dns_sd compatibility library (Debian libavahi-compat-libdnssd-dev).
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RTPMIDI", "Bonjour",
+            "MIDI", "Routing", "RTPMIDI", "Bonjour", "ALSA",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
@@ -42,6 +47,7 @@ let package = Package(
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
+        .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),

@@ -48,6 +48,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     /// The RTP-MIDI session, if a route file declares or uses one, and what it runs with.
     private var network: NetworkSession?
     private var networkSettings: SessionSettings?
+    /// The ALSA sequencer client, once a route file has an `alsa:` endpoint.
+    private var alsa: ALSAClient?
 
     /// A daemon for `options`, logging to `logger`.
     public init(options: Options, logger: Logger) {
@@ -82,12 +84,41 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     private func start(_ configuration: RouteConfiguration) {
         let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
         openSession(configuration)
+        openALSA(configuration)
         let added = assign(configuration)
+        registerALSA(added)
         let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
         self.engine = engine
         logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
         startSources(added, engine: engine)
         startSession(configuration, engine: engine)
+        alsa?.start(sink: engine)
+    }
+
+    /// Opens the ALSA sequencer client the first time a route file has an `alsa:` endpoint
+    /// (its name cannot change while running: a reload that renames it says so).
+    private func openALSA(_ configuration: RouteConfiguration) {
+        let name = configuration.alsa?.client ?? ALSADeclaration.defaultClientName
+        if let alsa {
+            if alsa.clientName != name {
+                logger.warning("the ALSA client stays '\(alsa.clientName)' until jambridge restarts (the route files now say '\(name)')")
+            }
+            return
+        }
+        guard configuration.endpoints.contains(where: { $0.kind.isALSA }) else { return }
+        do {
+            alsa = try ALSAClient(clientName: name, logger: logger)
+        } catch {
+            logger.error("\(error); the alsa endpoints stay silent until a reload")
+        }
+    }
+
+    /// Hands the ALSA client the IDs of its new endpoints.
+    private func registerALSA(_ added: [EndpointID]) {
+        guard let alsa else { return }
+        for id in added {
+            if let port = running[id]?.sink as? ALSAPortSink { alsa.register(port, id: id) }
+        }
     }
 
     /// Opens the session the configuration asks for (none, the same as now, or a new one);
@@ -164,6 +195,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             }
         case .recorder(let path):
             return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
+        case .alsaPorts, .alsaCreated:
+            return Running(kind: declaration.kind, sink: alsa?.makePort(for: declaration))
         case .session, .peer:
             guard let network else { return Running(kind: declaration.kind) }
             let glob: NameGlob? = if case .peer(let pattern) = declaration.kind { NameGlob(pattern) } else { nil }
@@ -194,8 +227,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             return
         }
         openSession(configuration)
+        openALSA(configuration)
         let before = running
         let added = assign(configuration)
+        engine.queue.sync { registerALSA(added) }
+        alsa?.start(sink: engine)
         let declaredNames = Set(configuration.endpoints.map(\.name))
         let removed = before.keys.filter { id in
             let name = names[Int(id.index)]
@@ -222,6 +258,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         network = nil
         let counters = engine?.stop() ?? RouterCounters()
         engine = nil // a reload arriving after this finds nothing to reload
+        alsa?.stop()
+        alsa = nil
         logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(counters.unmatchedReleases) unmatched releases, \(counters.heldTableFull) dropped for a full note table")
         return counters
     }
@@ -245,6 +283,14 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 }
 
 extension EndpointKind {
+    /// True for the `alsa:` endpoints.
+    var isALSA: Bool {
+        switch self {
+        case .alsaPorts, .alsaCreated: true
+        default: false
+        }
+    }
+
     /// True for the endpoints that are views of the RTP-MIDI session.
     var isNetworkSession: Bool {
         switch self {

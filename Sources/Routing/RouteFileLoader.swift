@@ -62,6 +62,10 @@ struct RouteFileDocument {
     private(set) var routes: [PendingRoute] = []
     /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
     var session: SessionDeclaration?
+    /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
+    var alsa: ALSADeclaration?
+    /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
+    var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
     /// The directory relative paths in the file are resolved against.
     private let directory: URL
 
@@ -144,14 +148,16 @@ struct RouteFileDocument {
                 readRoutes(value)
             case "session":
                 session = readSession(value, key: keyNode)
+            case "alsa":
+                alsa = readALSABlock(value, key: keyNode)
             case _ where RouteFileVocabulary.reservedTopLevelKeys.contains(key):
                 fail(keyNode, "'\(key)' is not supported by this version yet; "
-                     + "this version reads 'session', 'endpoints' and 'routes'")
+                     + "this version reads 'session', 'alsa', 'endpoints' and 'routes'")
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
                 fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are "
-                     + "'session', 'endpoints' and 'routes'")
+                     + "'session', 'alsa', 'endpoints' and 'routes'")
             }
         }
     }
@@ -252,6 +258,7 @@ struct RouteFileDocument {
         var filePath: String??
         var recordPath: String??
         var peerGlob: String??
+        var alsaKind: EndpointKind??
         var kindKey: String?
         var loop: Bool? = false
         var loopKey: Node?
@@ -259,14 +266,19 @@ struct RouteFileDocument {
         for (keyNode, value) in mapping {
             guard let key = scalarKey(keyNode) else { valid = false; continue }
             switch key {
-            case "file", "record", "peer":
+            case "file", "record", "peer", "alsa":
                 switch key {
                 case "file": filePath = readPath(value, key: keyNode)
                 case "record": recordPath = readPath(value, key: keyNode)
-                default: peerGlob = readPeerGlob(value, key: keyNode)
+                case "peer": peerGlob = readPeerGlob(value, key: keyNode)
+                default: alsaKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
                 }
                 if let earlier = kindKey {
-                    if [earlier, key].contains("peer") {
+                    if [earlier, key].contains("alsa") {
+                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
+                             + "ports), 'peer' (a session peer), 'file' (play a MIDI file) or 'record' (record to "
+                             + "a MIDI file)")
+                    } else if [earlier, key].contains("peer") {
                         fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'peer' "
                              + "(a session peer), 'file' (play a MIDI file) or 'record' (record to a MIDI file)")
                     } else {
@@ -292,14 +304,16 @@ struct RouteFileDocument {
             valid = false
         }
         guard valid, let loop else { return nil }
-        switch (filePath, recordPath, peerGlob) {
-        case (.some(.some(let path)), nil, nil):
+        switch (filePath, recordPath, peerGlob, alsaKind) {
+        case (.some(.some(let path)), nil, nil, nil):
             return .midiFile(path: path, loop: loop)
-        case (nil, .some(.some(let path)), nil):
+        case (nil, .some(.some(let path)), nil, nil):
             return .recorder(path: path)
-        case (nil, nil, .some(.some(let glob))):
+        case (nil, nil, .some(.some(let glob)), nil):
             return .peer(glob: glob)
-        case (nil, nil, nil):
+        case (nil, nil, nil, .some(.some(let kind))):
+            return kind
+        case (nil, nil, nil, nil):
             fail(nameNode, "endpoint '\(name)' needs \(usage)")
             return nil
         default:

@@ -10,11 +10,16 @@ public enum EndpointKind: Hashable, Sendable {
     case session
     /// The session peers whose names match `glob` (`peer:`); sends and receives.
     case peer(glob: String)
+    /// Existing ALSA sequencer ports (`alsa: "CLIENT"` or `alsa: "CLIENT:PORT"`), followed across hot-plug;
+    /// `client` is a client name glob. Sends and receives.
+    case alsaPorts(client: String, port: ALSAPortPattern)
+    /// An ALSA sequencer port jambridge creates on its own client (`alsa: { create: NAME }`); sends and receives.
+    case alsaCreated(name: String)
 
     /// True if the endpoint can be a route's `from`.
     public var canSend: Bool {
         switch self {
-        case .midiFile, .session, .peer: true
+        case .midiFile, .session, .peer, .alsaPorts, .alsaCreated: true
         case .recorder: false
         }
     }
@@ -23,7 +28,7 @@ public enum EndpointKind: Hashable, Sendable {
     public var canReceive: Bool {
         switch self {
         case .midiFile: false
-        case .recorder, .session, .peer: true
+        case .recorder, .session, .peer, .alsaPorts, .alsaCreated: true
         }
     }
 }
@@ -79,12 +84,16 @@ public struct RouteConfiguration: Sendable {
     public var routes: [RouteDeclaration]
     /// The RTP-MIDI session, or nil if no route file declares or uses one.
     public var session: SessionDeclaration?
+    /// jambridge's ALSA sequencer client, or nil if no route file declares it (`alsa:`) or has an `alsa:` endpoint.
+    public var alsa: ALSADeclaration?
 
-    /// A configuration holding `endpoints`, `routes` and `session` as given.
-    public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil) {
+    /// A configuration holding `endpoints`, `routes`, `session` and `alsa` as given.
+    public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil,
+                alsa: ALSADeclaration? = nil) {
         self.endpoints = endpoints
         self.routes = routes
         self.session = session
+        self.alsa = alsa
     }
 
     /// Reads and merges the route files at `files`; endpoint names must be unique across them.
@@ -126,6 +135,22 @@ public struct RouteConfiguration: Sendable {
                 session = declared
             }
         }
+        var alsa: ALSADeclaration?
+        for (fileIndex, document) in documents.enumerated() {
+            guard let declared = document.alsa else { continue }
+            if let first = alsa {
+                errorsByFile[fileIndex].append(RouteFileError(
+                    location: declared.location,
+                    message: "the ALSA client is already declared at \(first.location); "
+                        + "all route files together declare one 'alsa' block"))
+            } else {
+                alsa = declared
+            }
+        }
+        // Where the ALSA client is first needed (an `alsa:` endpoint), in file order.
+        var firstALSAUse: SourceLocation?
+        // Ports created by `alsa: { create: NAME }` endpoints, by name: one client cannot create two with one name.
+        var createdPorts: [String: (endpoint: String, location: SourceLocation)] = [:]
         // Where the session is first needed (a `peer:` endpoint or a route naming `session`), in file order.
         var firstUse: (file: Int, location: SourceLocation)?
         func used(at location: SourceLocation, inFile file: Int) {
@@ -148,7 +173,26 @@ public struct RouteConfiguration: Sendable {
                 } else {
                     endpointIndex[endpoint.name] = endpoints.count
                     endpoints.append(endpoint)
-                    if case .peer = endpoint.kind { used(at: endpoint.location, inFile: fileIndex) }
+                    switch endpoint.kind {
+                    case .peer:
+                        used(at: endpoint.location, inFile: fileIndex)
+                    case .alsaPorts, .alsaCreated:
+                        if firstALSAUse == nil { firstALSAUse = endpoint.location }
+                    case .midiFile, .recorder, .session:
+                        break
+                    }
+                }
+            }
+        }
+        for (fileIndex, document) in documents.enumerated() {
+            for created in document.createdALSAPorts {
+                if let first = createdPorts[created.name] {
+                    errorsByFile[fileIndex].append(RouteFileError(
+                        location: created.location,
+                        message: "port '\(created.name)' is already created by endpoint '\(first.endpoint)' at "
+                            + "\(first.location); give each created port its own name"))
+                } else {
+                    createdPorts[created.name] = (created.endpoint, created.location)
                 }
             }
         }
@@ -181,10 +225,13 @@ public struct RouteConfiguration: Sendable {
         if session == nil, let firstUse {
             session = SessionDeclaration(location: firstUse.location)
         }
+        if alsa == nil, let firstALSAUse {
+            alsa = ALSADeclaration(location: firstALSAUse)
+        }
         let errors = errorsByFile.flatMap { fileErrors in
             fileErrors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) }
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
-        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session)
+        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa)
     }
 }

@@ -3,13 +3,13 @@ import MIDI
 /// The words a route file may use, in one place so messages and the loader agree.
 enum RouteFileVocabulary {
     /// Top-level keys this version reads.
-    static let topLevelKeys = ["session", "endpoints", "routes"]
+    static let topLevelKeys = ["session", "alsa", "endpoints", "routes"]
     /// Top-level keys reserved for features a later version adds.
     static let reservedTopLevelKeys = ["activity", "clock", "drums"]
     /// Keys of an endpoint's mapping.
-    static let endpointKeys = ["file", "loop", "record", "peer"]
+    static let endpointKeys = ["file", "loop", "record", "peer", "alsa"]
     /// Endpoint types reserved for adapters a later version adds.
-    static let reservedEndpointKeys = ["alsa", "osc"]
+    static let reservedEndpointKeys = ["osc"]
     /// Keys of a route, in the order their stages run (after `from` and `to`).
     static let routeKeys = ["from", "to", "only", "except", "channels", "notes", "convert", "cc", "cc-range",
                             "transpose", "velocity", "channel"]
@@ -30,6 +30,10 @@ enum RouteFileVocabulary {
     static let acceptWords = ["anyone", "none", "listed"]
     /// The words `playout:` takes, for every peer or per peer.
     static let playoutWords = ["immediate", "timestamp"]
+    /// Keys of the top-level `alsa:` mapping.
+    static let alsaKeys = ["client"]
+    /// Keys of an `alsa:` endpoint written as a mapping.
+    static let alsaEndpointKeys = ["create"]
     /// Keys of an `invite:` entry written as a mapping.
     static let invitationKeys = ["host", "port"]
 

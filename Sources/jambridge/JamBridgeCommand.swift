@@ -11,7 +11,7 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self, Peers.self]
+        subcommands: [Run.self, Check.self, Ports.self, Peers.self]
     )
 }
 
@@ -113,6 +113,37 @@ struct Check: ParsableCommand {
             report(error)
             throw ExitCode(1)
         }
+    }
+}
+
+/// `jambridge ports`: the ALSA sequencer's ports, then what `peers` lists.
+struct Ports: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List ALSA sequencer ports and RTP-MIDI sessions, in a form to paste into a route file.",
+        discussion: "Each ALSA port is printed as an 'alsa:' endpoint value (\"CLIENT:PORT\"); sessions and peers as 'jambridge peers' prints them."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "How long to listen for Bonjour announcements, in seconds.")
+    var browse: Double = 1
+
+    func validate() throws {
+        guard browse >= 0, browse.isFinite, browse <= 60 else { throw ValidationError("--browse takes 0 to 60 seconds") }
+    }
+
+    func run() throws {
+        _ = global.bootstrapLogging()
+        var standardError = StandardError()
+        switch PortListing.alsaReport() {
+        case .success(let text): print(text, terminator: "")
+        case .failure(let error):
+            print("jambridge ports: \(error)", to: &standardError)
+            print("# ALSA sequencer ports\n# not available")
+        }
+        let (text, warnings) = PeerListing.report(browseSeconds: browse)
+        for warning in warnings { print("jambridge ports: \(warning)", to: &standardError) }
+        print(text, terminator: "")
     }
 }
 

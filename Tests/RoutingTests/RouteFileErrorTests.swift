@@ -64,15 +64,16 @@ private func route(_ lines: String...) -> String {
     @Test func unknownTopLevelKey() {
         #expect(mistakes("rotes: []\nfoo: 1\n") == [
             "1:1: unknown top-level key 'rotes'; did you mean 'routes'? the known keys are "
-                + "'session', 'endpoints' and 'routes'",
-            "2:1: unknown top-level key 'foo'; the known keys are 'session', 'endpoints' and 'routes'",
+                + "'session', 'alsa', 'endpoints' and 'routes'",
+            "2:1: unknown top-level key 'foo'; the known keys are 'session', 'alsa', 'endpoints' and 'routes'",
         ])
     }
 
     @Test(arguments: ["activity", "clock", "drums"])
     func reservedTopLevelKey(_ key: String) {
         #expect(mistakes("\(key): {}\n") == [
-            "1:1: '\(key)' is not supported by this version yet; this version reads 'session', 'endpoints' and 'routes'",
+            "1:1: '\(key)' is not supported by this version yet; this version reads 'session', 'alsa', 'endpoints' "
+                + "and 'routes'",
         ])
     }
 
@@ -92,8 +93,8 @@ private func route(_ lines: String...) -> String {
         #expect(mistakes("endpoints:\n  song: { file: a.mid, lop: true }\n") == [
             "2:24: unknown key 'lop'; did you mean 'loop'?",
         ])
-        #expect(mistakes("endpoints:\n  keys: { alsa: \"USB*\" }\n") == [
-            "2:11: 'alsa' endpoints are not supported by this version yet; use 'file: PATH' (play a MIDI file) "
+        #expect(mistakes("endpoints:\n  phone: { osc: { listen: 8000 } }\n") == [
+            "2:12: 'osc' endpoints are not supported by this version yet; use 'file: PATH' (play a MIDI file) "
                 + "or 'record: PATH' (record to a MIDI file)",
         ])
     }

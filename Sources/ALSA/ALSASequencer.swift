@@ -1,0 +1,319 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CALSA
+import Dispatch
+import MIDI
+
+/// A port of the ALSA sequencer: which client and port.
+public struct SequencerAddress: Hashable, Sendable, CustomStringConvertible {
+    public var client: Int32
+    public var port: Int32
+    public init(client: Int32, port: Int32) {
+        self.client = client
+        self.port = port
+    }
+    public var description: String { "\(client):\(port)" }
+}
+
+/// A sequencer port as `ports()` lists it.
+public struct SequencerPort: Equatable, Sendable {
+    public var address: SequencerAddress
+    public var clientName: String
+    public var portName: String
+    /// Others can subscribe to read from it: a MIDI source (a keyboard's output).
+    public var isSource: Bool
+    /// Others can subscribe to write to it: a MIDI destination (a synth's input).
+    public var isDestination: Bool
+}
+
+/// What the sequencer reports, on the engine's queue.
+public enum SequencerInput {
+    /// `message` arrived from `source` at our port `port`.
+    case midi(MIDIMessage, from: SequencerAddress, port: Int32)
+    /// A piece of a SysEx arrived (see SysExAssembler); the bytes are valid during the call.
+    case sysExChunk(UnsafeRawBufferPointer, from: SequencerAddress, port: Int32)
+    /// A port appeared, or changed its name or capabilities (a device plugged in, an app started).
+    case portAppeared(SequencerAddress)
+    /// A port went away (unplugged, the app quit); its connections are gone with it.
+    case portGone(SequencerAddress)
+    /// Incoming events were lost: the kernel's input buffer overflowed.
+    case inputOverrun
+}
+
+/// One ALSA sequencer client: its ports, their connections, input (read by a thread of its
+/// own blocked in poll(2), handed to the engine's queue) and output (direct for live events,
+/// through an ALSA queue for events stamped ahead). Every method but `start`'s thread runs
+/// on the engine's queue. The libasound calls that can fail go through `calls`, a seam the
+/// tests use to fail them on purpose.
+public final class ALSASequencer: @unchecked Sendable {
+    /// Our client number.
+    public let clientID: Int32
+    private let handle: OpaquePointer
+    private let calls: SequencerCalls
+    private var queueID: Int32 = -1
+    private var queueStart = MonotonicInstant(nanoseconds: 0)
+    private var wakeReader: Int32 = -1
+    private var isClosed = false
+    private var event = snd_seq_event_t()
+    private var sysExBuffer: [UInt8] = []
+
+    /// Opens the sequencer as client `name` and follows the System Announce port.
+    public init(clientName name: String, calls: SequencerCalls = .libasound) throws(ALSAError) {
+        jambridge_alsa_silence()
+        self.calls = calls
+        var opened: OpaquePointer?
+        let result = calls.open(&opened)
+        guard result >= 0, let opened else { throw ALSAError(operation: "open the ALSA sequencer (/dev/snd/seq)", code: result) }
+        handle = opened
+        _ = snd_seq_set_client_name(handle, name)
+        clientID = snd_seq_client_id(handle)
+        let announce = snd_seq_create_simple_port(handle, "announcements",
+                                                  UInt32(SND_SEQ_PORT_CAP_WRITE | SND_SEQ_PORT_CAP_NO_EXPORT),
+                                                  UInt32(SND_SEQ_PORT_TYPE_APPLICATION))
+        if announce >= 0 { _ = snd_seq_connect_from(handle, announce, SND_SEQ_CLIENT_SYSTEM, SND_SEQ_PORT_SYSTEM_ANNOUNCE) }
+        queueID = snd_seq_alloc_named_queue(handle, "jambridge")
+        if queueID >= 0, snd_seq_control_queue(handle, queueID, Int32(SND_SEQ_EVENT_START.rawValue), 0, nil) >= 0 {
+            queueStart = MonotonicClock.now()
+            _ = snd_seq_drain_output(handle)
+        }
+    }
+
+    deinit { close() }
+
+    /// Creates a port others can read from and write to, named `name`; returns its number.
+    public func createPort(name: String) throws(ALSAError) -> Int32 {
+        let caps = SND_SEQ_PORT_CAP_READ | SND_SEQ_PORT_CAP_SUBS_READ | SND_SEQ_PORT_CAP_WRITE | SND_SEQ_PORT_CAP_SUBS_WRITE
+        let port = calls.createPort(handle, name, UInt32(caps), UInt32(SND_SEQ_PORT_TYPE_MIDI_GENERIC | SND_SEQ_PORT_TYPE_APPLICATION))
+        guard port >= 0 else { throw ALSAError(operation: "create the ALSA port '\(name)'", code: port) }
+        return port
+    }
+
+    /// Removes our port `port` and its connections.
+    public func deletePort(_ port: Int32) { _ = snd_seq_delete_simple_port(handle, port) }
+
+    /// Every port of every client but ours, as the sequencer lists them now.
+    public func ports() -> [SequencerPort] {
+        var client: OpaquePointer?, port: OpaquePointer?
+        guard snd_seq_client_info_malloc(&client) >= 0, snd_seq_port_info_malloc(&port) >= 0 else { return [] }
+        defer {
+            snd_seq_client_info_free(client)
+            snd_seq_port_info_free(port)
+        }
+        var found: [SequencerPort] = []
+        snd_seq_client_info_set_client(client, -1)
+        while snd_seq_query_next_client(handle, client) >= 0 {
+            let number = snd_seq_client_info_get_client(client)
+            guard number != clientID, number != SND_SEQ_CLIENT_SYSTEM else { continue }
+            let clientName = String(cString: snd_seq_client_info_get_name(client))
+            snd_seq_port_info_set_client(port, number)
+            snd_seq_port_info_set_port(port, -1)
+            while snd_seq_query_next_port(handle, port) >= 0 {
+                let caps = Int32(bitPattern: snd_seq_port_info_get_capability(port))
+                guard caps & SND_SEQ_PORT_CAP_NO_EXPORT == 0 else { continue }
+                found.append(SequencerPort(
+                    address: SequencerAddress(client: number, port: snd_seq_port_info_get_port(port)),
+                    clientName: clientName, portName: String(cString: snd_seq_port_info_get_name(port)),
+                    isSource: caps & SND_SEQ_PORT_CAP_READ != 0 && caps & SND_SEQ_PORT_CAP_SUBS_READ != 0,
+                    isDestination: caps & SND_SEQ_PORT_CAP_WRITE != 0 && caps & SND_SEQ_PORT_CAP_SUBS_WRITE != 0))
+            }
+        }
+        return found
+    }
+
+    /// Subscribes our port `port` to what `source` sends.
+    public func connect(from source: SequencerAddress, to port: Int32) throws(ALSAError) {
+        let result = calls.connectFrom(handle, port, source.client, source.port)
+        guard result >= 0 else { throw ALSAError(operation: "connect \(source) to our port \(port)", code: result) }
+    }
+
+    /// Subscribes `destination` to what our port `port` sends.
+    public func connect(from port: Int32, to destination: SequencerAddress) throws(ALSAError) {
+        let result = calls.connectTo(handle, port, destination.client, destination.port)
+        guard result >= 0 else { throw ALSAError(operation: "connect our port \(port) to \(destination)", code: result) }
+    }
+
+    /// Sends `message` from our port `port` to its subscribers: at once, or through the
+    /// sequencer's queue if `time` lies ahead. A SysEx goes as chunks of at most 256 bytes.
+    public func send(_ message: MIDIMessage, from port: Int32, at time: MonotonicInstant) throws(ALSAError) {
+        if case .sysEx(let data) = message {
+            try sendSysEx(data, from: port, at: time)
+            return
+        }
+        jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
+        _ = SequencerEvent.encode(message, into: &event)
+        try output(at: time)
+    }
+
+    private func sendSysEx(_ data: [UInt8], from port: Int32, at time: MonotonicInstant) throws(ALSAError) {
+        sysExBuffer.removeAll(keepingCapacity: true)
+        sysExBuffer.append(0xF0)
+        sysExBuffer.append(contentsOf: data)
+        sysExBuffer.append(0xF7)
+        let failure = sysExBuffer.withUnsafeMutableBytes { bytes -> ALSAError? in
+            for start in stride(from: 0, to: bytes.count, by: SequencerEvent.sysExChunk) {
+                let count = min(SequencerEvent.sysExChunk, bytes.count - start)
+                jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
+                event.type = SequencerEvent.Kind.sysEx
+                jambridge_alsa_event_variable(&event, UInt32(count), bytes.baseAddress! + start)
+                do throws(ALSAError) { try output(at: time) } catch { return error }
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes `event`, scheduled if `time` is more than a millisecond ahead; waits (up to a
+    /// second) while the sequencer's memory pool is full rather than dropping the event.
+    private func output(at time: MonotonicInstant) throws(ALSAError) {
+        let now = MonotonicClock.now()
+        if queueID >= 0, time.nanoseconds > now.nanoseconds + 1_000_000 {
+            let at = time.nanoseconds - queueStart.nanoseconds
+            jambridge_alsa_event_schedule(&event, queueID, UInt32(at / 1_000_000_000), UInt32(at % 1_000_000_000))
+        } else {
+            jambridge_alsa_event_direct(&event)
+        }
+        for _ in 0..<100 {
+            let result = calls.outputDirect(handle, &event)
+            if result >= 0 { return }
+            guard result == -EAGAIN else { throw ALSAError(operation: "send to the ALSA sequencer", code: result) }
+            waitForOutputRoom()
+        }
+        throw ALSAError(operation: "send to the ALSA sequencer (its pool stayed full for a second)", code: -EAGAIN)
+    }
+
+    private func waitForOutputRoom() {
+        var fds = [pollfd](repeating: pollfd(), count: Int(snd_seq_poll_descriptors_count(handle, Int16(POLLOUT))))
+        let count = snd_seq_poll_descriptors(handle, &fds, UInt32(fds.count), Int16(POLLOUT))
+        _ = poll(&fds, nfds_t(count), 10)
+    }
+
+    /// Starts reading: `handler` gets every input on `queue` (the engine's).
+    public func start(queue: DispatchQueue, _ handler: @escaping (SequencerInput) -> Void) {
+        var wake: [Int32] = [-1, -1]
+        guard wakeReader < 0, !isClosed, pipe(&wake) == 0 else { return }
+        wakeReader = wake[1]
+        var fds = [pollfd](repeating: pollfd(), count: Int(snd_seq_poll_descriptors_count(handle, Int16(POLLIN))))
+        let count = Int(snd_seq_poll_descriptors(handle, &fds, UInt32(fds.count), Int16(POLLIN)))
+        fds = Array(fds.prefix(count)) + [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)]
+        let reader = Reader(sequencer: self, queue: queue, fds: fds, handler: handler)
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { context in
+            Unmanaged<Reader>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, Unmanaged.passRetained(reader).toOpaque())
+        if started == 0 { pthread_detach(thread) }
+    }
+
+    /// Reads on its own thread; everything it reads is handled on the engine's queue.
+    private final class Reader: @unchecked Sendable {
+        let sequencer: ALSASequencer
+        let queue: DispatchQueue
+        var fds: [pollfd]
+        let handler: (SequencerInput) -> Void
+
+        init(sequencer: ALSASequencer, queue: DispatchQueue, fds: [pollfd], handler: @escaping (SequencerInput) -> Void) {
+            self.sequencer = sequencer
+            self.queue = queue
+            self.fds = fds
+            self.handler = handler
+        }
+
+        func run() {
+            let wake = fds.count - 1
+            while true {
+                guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { break }
+                if fds[wake].revents != 0 { break }
+                queue.sync { sequencer.drainInput(handler) }
+            }
+            Glibc.close(fds[wake].fd)
+        }
+    }
+
+    /// Handles every event waiting in the sequencer's input.
+    private func drainInput(_ handler: (SequencerInput) -> Void) {
+        while !isClosed {
+            var pointer: UnsafeMutablePointer<snd_seq_event_t>?
+            let result = snd_seq_event_input(handle, &pointer)
+            if result == -ENOSPC {
+                handler(.inputOverrun)
+                continue
+            }
+            guard result >= 0, let pointer else { return } // -EAGAIN: drained
+            let source = SequencerAddress(client: Int32(pointer.pointee.source.client), port: Int32(pointer.pointee.source.port))
+            switch pointer.pointee.type {
+            case SequencerEvent.Kind.portStart, SequencerEvent.Kind.portChange:
+                handler(.portAppeared(address(pointer.pointee.data.addr)))
+            case SequencerEvent.Kind.portExit:
+                handler(.portGone(address(pointer.pointee.data.addr)))
+            default:
+                let port = Int32(pointer.pointee.dest.port)
+                SequencerEvent.decode(pointer, sysEx: { chunk in
+                    handler(.sysExChunk(chunk, from: source, port: port))
+                }) { message in handler(.midi(message, from: source, port: port)) }
+            }
+        }
+    }
+
+    private func address(_ addr: snd_seq_addr_t) -> SequencerAddress {
+        SequencerAddress(client: Int32(addr.client), port: Int32(addr.port))
+    }
+
+    /// Stops reading and closes the sequencer (our ports and their connections go with it).
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        if wakeReader >= 0 {
+            var byte: UInt8 = 1
+            _ = Glibc.write(wakeReader, &byte, 1)
+            Glibc.close(wakeReader)
+        }
+        _ = snd_seq_close(handle)
+    }
+}
+
+/// Why an ALSA call failed, for the log.
+public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What was being done.
+    public var operation: String
+    /// The negative errno libasound returned.
+    public var code: Int32
+
+    public init(operation: String, code: Int32) {
+        self.operation = operation
+        self.code = code
+    }
+
+    public var description: String { "cannot \(operation): \(String(cString: snd_strerror(code)))" }
+}
+
+/// The libasound calls that can fail, as values: `.libasound` makes them; tests make
+/// failing ones (the way swift-system's MockingDriver fails syscalls) to exercise every
+/// failure path without a broken device.
+public struct SequencerCalls: Sendable {
+    public var open: @Sendable (_ handle: inout OpaquePointer?) -> Int32
+    public var createPort: @Sendable (_ handle: OpaquePointer, _ name: String, _ caps: UInt32, _ type: UInt32) -> Int32
+    public var connectFrom: @Sendable (_ handle: OpaquePointer, _ port: Int32, _ client: Int32, _ sourcePort: Int32) -> Int32
+    public var connectTo: @Sendable (_ handle: OpaquePointer, _ port: Int32, _ client: Int32, _ destinationPort: Int32) -> Int32
+    public var outputDirect: @Sendable (_ handle: OpaquePointer, _ event: UnsafeMutablePointer<snd_seq_event_t>) -> Int32
+
+    public init(open: @escaping @Sendable (inout OpaquePointer?) -> Int32,
+                createPort: @escaping @Sendable (OpaquePointer, String, UInt32, UInt32) -> Int32,
+                connectFrom: @escaping @Sendable (OpaquePointer, Int32, Int32, Int32) -> Int32,
+                connectTo: @escaping @Sendable (OpaquePointer, Int32, Int32, Int32) -> Int32,
+                outputDirect: @escaping @Sendable (OpaquePointer, UnsafeMutablePointer<snd_seq_event_t>) -> Int32) {
+        self.open = open
+        self.createPort = createPort
+        self.connectFrom = connectFrom
+        self.connectTo = connectTo
+        self.outputDirect = outputDirect
+    }
+
+    /// The real calls.
+    public static let libasound = SequencerCalls(
+        open: { handle in snd_seq_open(&handle, "default", Int32(SND_SEQ_OPEN_DUPLEX), Int32(SND_SEQ_NONBLOCK)) },
+        createPort: { handle, name, caps, type in snd_seq_create_simple_port(handle, name, caps, type) },
+        connectFrom: { handle, port, client, sourcePort in snd_seq_connect_from(handle, port, client, sourcePort) },
+        connectTo: { handle, port, client, destinationPort in snd_seq_connect_to(handle, port, client, destinationPort) },
+        outputDirect: { handle, event in snd_seq_event_output_direct(handle, event) })
+}

@@ -1,0 +1,184 @@
+import ALSA
+import Dispatch
+import Logging
+import MIDI
+import Routing
+
+/// jambridge's ALSA sequencer client and its `alsa:` endpoints. Each endpoint is one port of
+/// the client: created ports (`alsa: { create: NAME }`) wait for others to connect; the ports
+/// of `alsa: "CLIENT:PORT"` endpoints connect, both ways, to every port matching their
+/// pattern, now and whenever one appears (plugged in, an app started). When a connected port
+/// goes away, the notes and pedals it left on are released through its endpoint.
+/// Everything after `start` runs on the engine's queue.
+final class ALSAClient: @unchecked Sendable {
+    /// One `alsa:` endpoint: its port in our client, its pattern if it follows devices.
+    struct Endpoint {
+        var id: EndpointID
+        var name: String
+        var port: Int32
+        var pattern: (client: NameGlob, port: ALSAPortPattern)?
+    }
+
+    let clientName: String
+    private let sequencer: ALSASequencer
+    private let logger: Logger
+    private var endpoints: [Int32: Endpoint] = [:]
+    private weak var sink: EventSink?
+    /// What each connected source left on, and its SysEx in progress, per (source, our port).
+    private var held: [SequencerAddress: [Int32: HeldNotes]] = [:]
+    private var sysEx: [SequencerAddress: [Int32: SysExAssembler]] = [:]
+    private var connected: [SequencerAddress: String] = [:]
+    private var failures = 0
+
+    /// Opens the sequencer as client `clientName`.
+    init(clientName: String, logger: Logger, calls: SequencerCalls = .libasound) throws(ALSAError) {
+        self.clientName = clientName
+        self.logger = logger
+        sequencer = try ALSASequencer(clientName: clientName, calls: calls)
+        logger.info("ALSA sequencer client '\(clientName)' is client \(sequencer.clientID)")
+    }
+
+    /// Makes the port of an endpoint (named as the endpoint, or as `create:` says); nil and a
+    /// log line if the sequencer refuses.
+    func makePort(for declaration: EndpointDeclaration) -> ALSAPortSink? {
+        let portName: String
+        var pattern: (client: NameGlob, port: ALSAPortPattern)?
+        switch declaration.kind {
+        case .alsaCreated(let name): portName = name
+        case .alsaPorts(let client, let port):
+            portName = declaration.name
+            pattern = (NameGlob(client), port)
+        default: return nil
+        }
+        do {
+            let port = try sequencer.createPort(name: portName)
+            return ALSAPortSink(client: self, port: port, endpointName: declaration.name, pattern: pattern)
+        } catch {
+            logger.error("\(declaration.location): \(declaration.name): \(error); this endpoint stays silent")
+            return nil
+        }
+    }
+
+    /// True once `start` was called (on the daemon's control queue).
+    private(set) var isStarted = false
+
+    /// Starts delivering into `sink` and connects every endpoint to the ports there are now.
+    func start(sink: EventSink) {
+        guard !isStarted else { return }
+        isStarted = true
+        self.sink = sink
+        sequencer.start(queue: sink.queue) { [weak self] input in self?.handle(input) }
+        sink.queue.async { [self] in connectMatching(sequencer.ports()) }
+    }
+
+    /// The endpoints, keyed by their port; set on the engine's queue by the daemon.
+    func register(_ port: ALSAPortSink, id: EndpointID) {
+        endpoints[port.port] = Endpoint(id: id, name: port.endpointName, port: port.port, pattern: port.pattern)
+        if sink != nil { connectMatching(sequencer.ports()) }
+    }
+
+    /// Forgets an endpoint and removes its port (and so its connections).
+    func unregister(_ port: ALSAPortSink) {
+        endpoints[port.port] = nil
+        sequencer.deletePort(port.port)
+    }
+
+    /// The ports (of other clients) there are now, for `jambridge ports`.
+    func ports() -> [SequencerPort] { sequencer.ports() }
+
+    func send(_ message: MIDIMessage, from port: Int32, at time: MonotonicInstant) {
+        do {
+            try sequencer.send(message, from: port, at: time)
+        } catch {
+            failures += 1
+            if failures <= 20 || failures % 1000 == 0 { logger.warning("\(error) (\(failures) failures so far)") }
+        }
+    }
+
+    /// Closes the sequencer (our ports and connections go with it), on the engine's queue
+    /// once started, where input is handled.
+    func stop() {
+        if let queue = sink?.queue { queue.sync { sequencer.close() } } else { sequencer.close() }
+    }
+
+    private func handle(_ input: SequencerInput) {
+        switch input {
+        case .midi(let message, let source, let port):
+            pass(message, from: source, port: port)
+        case .sysExChunk(let chunk, let source, let port):
+            guard endpoints[port] != nil else { return }
+            var assembler = sysEx[source]?[port] ?? SysExAssembler(limit: 1 << 20)
+            assembler.add(chunk) { pass($0, from: source, port: port) }
+            sysEx[source, default: [:]][port] = assembler
+        case .portAppeared(let address):
+            connectMatching(sequencer.ports().filter { $0.address == address })
+        case .portGone(let address):
+            gone(address)
+        case .inputOverrun:
+            failures += 1
+            logger.warning("the ALSA sequencer's input buffer overflowed: events were lost (\(failures) failures so far)")
+        }
+    }
+
+    private func pass(_ message: MIDIMessage, from source: SequencerAddress, port: Int32) {
+        guard let endpoint = endpoints[port], let sink else { return }
+        held[source, default: [:]][port, default: HeldNotes()].track(message)
+        sink.routeOnQueue(MIDIEvent(message, from: endpoint.id, at: MonotonicClock.now()))
+    }
+
+    private func gone(_ address: SequencerAddress) {
+        let name = connected.removeValue(forKey: address)
+        sysEx[address] = nil
+        var released = 0
+        for (port, var notes) in held.removeValue(forKey: address) ?? [:] {
+            guard let endpoint = endpoints[port], let sink else { continue }
+            notes.releaseAll { message in
+                released += 1
+                sink.routeOnQueue(MIDIEvent(message, from: endpoint.id, at: MonotonicClock.now()))
+            }
+        }
+        guard name != nil || released > 0 else { return }
+        logger.info("ALSA port '\(name ?? address.description)' (\(address)) went away; \(released) held notes and pedals released")
+    }
+
+    /// Connects every endpoint with a pattern to the matching ones of `ports`, both ways.
+    private func connectMatching(_ ports: [SequencerPort]) {
+        for candidate in ports {
+            for endpoint in endpoints.values {
+                guard let pattern = endpoint.pattern, pattern.client.matches(candidate.clientName),
+                      pattern.port.matches(number: Int(candidate.address.port), name: candidate.portName) else { continue }
+                let label = "\(candidate.clientName):\(candidate.portName)"
+                do {
+                    if candidate.isSource { try sequencer.connect(from: candidate.address, to: endpoint.port) }
+                    if candidate.isDestination { try sequencer.connect(from: endpoint.port, to: candidate.address) }
+                    if connected.updateValue(label, forKey: candidate.address) == nil {
+                        logger.info("ALSA port '\(label)' (\(candidate.address)) connected to \(endpoint.name)")
+                    }
+                } catch {
+                    logger.warning("\(endpoint.name): \(error)")
+                }
+            }
+        }
+    }
+}
+
+/// An `alsa:` endpoint as the engine's sink: what routes send to it leaves its port.
+final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
+    let port: Int32
+    let endpointName: String
+    let pattern: (client: NameGlob, port: ALSAPortPattern)?
+    private let client: ALSAClient
+
+    init(client: ALSAClient, port: Int32, endpointName: String, pattern: (client: NameGlob, port: ALSAPortPattern)?) {
+        self.client = client
+        self.port = port
+        self.endpointName = endpointName
+        self.pattern = pattern
+    }
+
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
+        client.send(message, from: port, at: time)
+    }
+
+    func stop() { client.unregister(self) }
+}

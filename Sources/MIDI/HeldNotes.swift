@@ -1,0 +1,65 @@
+/// The notes and pedals one source has left on, so that they can be released if it goes
+/// away (an unplugged keyboard, a vanished app).
+public struct HeldNotes: Sendable {
+    /// Per channel, 128 note bits in two words.
+    private var notes = [UInt64](repeating: 0, count: 32)
+    /// Per channel, bits for the sustain (64), sostenuto (66) and hold 2 (69) pedals.
+    private var pedals = [UInt8](repeating: 0, count: 16)
+    private static let pedalControllers: [UInt8] = [64, 66, 69]
+
+    /// Nothing held.
+    public init() {}
+
+    /// True if no note or pedal is held.
+    public var isEmpty: Bool { notes.allSatisfy { $0 == 0 } && pedals.allSatisfy { $0 == 0 } }
+
+    /// Records what `message` turns on or off.
+    public mutating func track(_ message: MIDIMessage) {
+        switch message {
+        case .noteOn(let channel, let note, let velocity):
+            set(channel, note, on: velocity.value > 0)
+        case .noteOff(let channel, let note, _):
+            set(channel, note, on: false)
+        case .controlChange(let channel, let controller, let value):
+            let c = Int(channel.value)
+            if controller.value == 120 || controller.value >= 123 { // all sound / notes off, mode changes
+                notes[c * 2] = 0
+                notes[c * 2 + 1] = 0
+            }
+            guard let bit = Self.pedalControllers.firstIndex(of: controller.value) else { return }
+            let mask = UInt8(1) << UInt8(bit)
+            pedals[c] = value.value >= 64 ? pedals[c] | mask : pedals[c] & ~mask
+        case .systemReset:
+            self = HeldNotes()
+        default:
+            break
+        }
+    }
+
+    /// Calls `release` with a note-off for every held note and a pedal-up for every held
+    /// pedal, then forgets them.
+    public mutating func releaseAll(_ release: (MIDIMessage) -> Void) {
+        for channel in 0..<16 {
+            for word in 0..<2 {
+                var bits = notes[channel * 2 + word]
+                while bits != 0 {
+                    let bit = bits.trailingZeroBitCount
+                    bits &= bits - 1
+                    release(.noteOff(channel: UInt4(masking: UInt8(channel)),
+                                     note: UInt7(masking: UInt8(word * 64 + bit)), velocity: UInt7(masking: 64)))
+                }
+            }
+            for (bit, controller) in Self.pedalControllers.enumerated() where pedals[channel] & (1 << UInt8(bit)) != 0 {
+                release(.controlChange(channel: UInt4(masking: UInt8(channel)),
+                                       controller: UInt7(masking: controller), value: .zero))
+            }
+        }
+        self = HeldNotes()
+    }
+
+    private mutating func set(_ channel: UInt4, _ note: UInt7, on: Bool) {
+        let index = Int(channel.value) * 2 + Int(note.value >> 6)
+        let mask = UInt64(1) << UInt64(note.value & 63)
+        notes[index] = on ? notes[index] | mask : notes[index] & ~mask
+    }
+}

@@ -1,0 +1,197 @@
+import MIDI
+import Yams
+
+/// Which ports of the matching ALSA clients an `alsa: "CLIENT:PORT"` endpoint means.
+public enum ALSAPortPattern: Hashable, Sendable {
+    /// Every port of the client (`alsa: "CLIENT"`, or `"CLIENT:*"`).
+    case all
+    /// The port with this number, 0-255 (`alsa: "TR-8:0"`).
+    case number(Int)
+    /// The ports whose names match this glob (`alsa: "FLUID Synth*:Synth input*"`).
+    case name(String)
+
+    /// True if the port numbered `number` and called `name` is one this pattern means.
+    public func matches(number: Int, name: String) -> Bool {
+        switch self {
+        case .all: true
+        case .number(let wanted): number == wanted
+        case .name(let glob): NameGlob(glob).matches(name)
+        }
+    }
+}
+
+/// jambridge's own ALSA sequencer client, as the top-level `alsa:` block declares it.
+public struct ALSADeclaration: Equatable, Sendable {
+    /// The client name when `client:` is not written.
+    public static let defaultClientName = "jambridge"
+
+    /// The sequencer client's name other programs see (`aconnect -l`), 1-63 UTF-8 bytes.
+    public var client: String
+    /// Where the `alsa` block is written, or the first `alsa:` endpoint when no file declares the block.
+    public var location: SourceLocation
+
+    /// The client called `client`, declared at `location`.
+    public init(client: String = ALSADeclaration.defaultClientName, location: SourceLocation) {
+        self.client = client
+        self.location = location
+    }
+}
+
+/// The readers of the top-level `alsa:` block and of `alsa:` endpoints.
+extension RouteFileDocument {
+    /// ALSA's limit on a client or port name (a 64-byte C string), in UTF-8 bytes.
+    static let maximumALSANameBytes = 63
+    /// The highest port number a sequencer client can have here.
+    static let maximumALSAPortNumber = 255
+
+    /// Reads the top-level `alsa:` mapping written at `key`; a `client:` with a mistake keeps the default.
+    mutating func readALSABlock(_ node: Node, key: Node) -> ALSADeclaration {
+        var declaration = ALSADeclaration(location: location(key))
+        if Self.isEmpty(node) { return declaration }
+        guard let mapping = node.mapping else {
+            fail(node, "'alsa' is a mapping such as '{ client: jambridge rack }', not \(Self.describe(node))")
+            return declaration
+        }
+        for (keyNode, value) in mapping {
+            guard let name = scalarKey(keyNode) else { continue }
+            switch name {
+            case "client":
+                if let client = readALSAClientName(value, key: keyNode) { declaration.client = client }
+            default:
+                failUnknownKey(keyNode, name, known: RouteFileVocabulary.alsaKeys, in: "the 'alsa' block")
+            }
+        }
+        return declaration
+    }
+
+    /// The `client:` of the `alsa:` block: non-empty text of at most 63 UTF-8 bytes.
+    private mutating func readALSAClientName(_ node: Node, key: Node) -> String? {
+        guard let name = node.scalar?.string else {
+            fail(node, "'client' is the ALSA client's name as text, such as 'jambridge rack', not \(Self.describe(node))")
+            return nil
+        }
+        guard !name.isEmpty, !Self.isEmpty(node) else {
+            fail(Self.isEmpty(node) ? key : node, "the ALSA client name is empty; write the name other programs "
+                 + "see, such as 'jambridge rack', or leave 'client' out for '\(ALSADeclaration.defaultClientName)'")
+            return nil
+        }
+        let bytes = name.utf8.count
+        guard bytes <= Self.maximumALSANameBytes else {
+            fail(node, "the ALSA client name is \(bytes) bytes long; ALSA names are at most "
+                 + "\(Self.maximumALSANameBytes) bytes (UTF-8), so shorten it")
+            return nil
+        }
+        return name
+    }
+
+    /// The `alsa:` value of endpoint `endpoint`: "CLIENT", "CLIENT:PORT" or `{ create: NAME }`; nil (reported) otherwise.
+    mutating func readALSAEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
+        let forms = "a client name or glob such as \"USB Keyboard*\", \"CLIENT:PORT\" such as \"TR-8:0\", "
+            + "or { create: NAME } for a port jambridge creates"
+        if let mapping = node.mapping {
+            return readALSACreation(mapping, at: node, endpoint: endpoint)
+        }
+        guard let text = node.scalar?.string, !Self.isEmpty(node), !text.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node,
+                 node.scalar != nil ? "'alsa' is empty; write \(forms)" : "'alsa' is \(forms), not \(Self.describe(node))")
+            return nil
+        }
+        // Split at the last ':': ALSA client names hardly ever hold one, and "A:B:*" still reaches a client "A:B".
+        guard let colon = text.lastIndex(of: ":") else {
+            guard let client = checkedALSAClientGlob(text, at: node) else { return nil }
+            return .alsaPorts(client: client, port: .all)
+        }
+        let clientPart = String(text[..<colon])
+        let portPart = String(text[text.index(after: colon)...])
+        guard !clientPart.isEmpty else {
+            fail(node, "no ALSA client before ':' in '\(text)'; write the client's name or a glob, such as \"TR-8:0\"")
+            return nil
+        }
+        guard !portPart.isEmpty else {
+            fail(node, "no port after ':' in '\(text)'; write a port number 0-\(Self.maximumALSAPortNumber) or a "
+                 + "port name glob, such as \"TR-8:0\", or leave ':' out for every port of the client")
+            return nil
+        }
+        guard let client = checkedALSAClientGlob(clientPart, at: node) else { return nil }
+        if portPart.allSatisfy(\.isASCIIDigit) {
+            guard let number = Int(portPart), number <= Self.maximumALSAPortNumber else {
+                fail(node, "port \(portPart) is out of range; ALSA port numbers are 0-\(Self.maximumALSAPortNumber) "
+                     + "(see 'aconnect -l'), or write a port name glob")
+                return nil
+            }
+            return .alsaPorts(client: client, port: .number(number))
+        }
+        if portPart.allSatisfy({ $0 == "*" }) { return .alsaPorts(client: client, port: .all) }
+        return .alsaPorts(client: client, port: .name(portPart))
+    }
+
+    /// `glob` as an ALSA client name glob; nil (reported at `node`) if it is a client number.
+    private mutating func checkedALSAClientGlob(_ glob: String, at node: Node) -> String? {
+        // "20:0" is how aconnect shows a port, but client numbers change when devices come and go.
+        guard !glob.allSatisfy(\.isASCIIDigit) else {
+            fail(node, "'\(glob)' is an ALSA client number, which changes when devices are plugged in; write the "
+                 + "client's name or a glob instead, such as \"USB Keyboard*\" (see 'aconnect -l')")
+            return nil
+        }
+        return glob
+    }
+
+    /// An `alsa:` endpoint written as a mapping: `{ create: NAME }`.
+    private mutating func readALSACreation(_ mapping: Node.Mapping, at node: Node, endpoint: String) -> EndpointKind? {
+        var name: String?
+        var sawCreate = false
+        var valid = true
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { valid = false; continue }
+            switch key {
+            case "create":
+                sawCreate = true
+                name = readCreatedPortName(value, key: keyNode)
+                if let name {
+                    createdALSAPorts.append((name: name, endpoint: endpoint, location: location(value)))
+                } else {
+                    valid = false
+                }
+            default:
+                failUnknownKey(keyNode, key, known: RouteFileVocabulary.alsaEndpointKeys, in: "an 'alsa' mapping")
+                valid = false
+            }
+        }
+        if !sawCreate {
+            // A misspelt 'create' was reported as such; saying it is missing too would only repeat it.
+            if valid {
+                fail(node, "an 'alsa' mapping needs 'create: NAME', the name of the port jambridge creates, "
+                     + "such as { create: \"jam out\" }")
+            }
+            return nil
+        }
+        guard valid, let name else { return nil }
+        return .alsaCreated(name: name)
+    }
+
+    /// The `create:` name of an ALSA port: non-empty text of at most 63 UTF-8 bytes.
+    private mutating func readCreatedPortName(_ node: Node, key: Node) -> String? {
+        guard let name = node.scalar?.string else {
+            fail(node, "'create' is the name of the port jambridge creates, such as \"jam out\", "
+                 + "not \(Self.describe(node))")
+            return nil
+        }
+        guard !name.isEmpty, !Self.isEmpty(node) else {
+            fail(Self.isEmpty(node) ? key : node, "the port name is empty; write the name other programs see, "
+                 + "such as { create: \"jam out\" }")
+            return nil
+        }
+        let bytes = name.utf8.count
+        guard bytes <= Self.maximumALSANameBytes else {
+            fail(node, "the port name is \(bytes) bytes long; ALSA names are at most "
+                 + "\(Self.maximumALSANameBytes) bytes (UTF-8), so shorten it")
+            return nil
+        }
+        return name
+    }
+}
+
+extension Character {
+    /// True for the ASCII digits 0-9 (not other scripts' digits, which `Int` would not read).
+    fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
