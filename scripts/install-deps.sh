@@ -12,15 +12,23 @@ cd "$(dirname "$0")/.."
 #   tshark                        decodes captures of our RTP-MIDI traffic (a peer we did not write)
 #   python3-venv                  the virtual environment holding PyPI pymidi (another such peer)
 #   avahi-daemon avahi-utils dbus iproute2   Bonjour between network namespaces (scripts/avahi-lab.sh)
-packages=(libavahi-compat-libdnssd-dev)
-[ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2)
+#   libasound2-dev                the ALSA library jambridge links for its sequencer endpoints
+#   alsa-utils                    aconnect, amidi, aseqdump: peers and checks in the ALSA tests
+#   qemu-system-x86               the VM with a real ALSA sequencer (scripts/alsa-vm.sh)
+#   linux-image-amd64             that VM's kernel and its snd-seq, snd-virmidi, snd-aloop modules
+#   busybox-static                that VM's init
+packages=(libavahi-compat-libdnssd-dev libasound2-dev)
+[ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils)
+# The VM's packages, without their recommendations (qemu's GUI, apparmor, firmware).
+vm_packages=()
+[ "${1:-}" = run ] || vm_packages=(qemu-system-x86 linux-image-amd64 busybox-static)
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    echo "install-deps: installing ${missing[*]}"
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+missing=() vm_missing=()
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${vm_packages[@]}"; do installed "$p" || vm_missing+=("$p"); done
+if ((${#missing[@]} + ${#vm_missing[@]})); then
+    echo "install-deps: installing ${missing[*]} ${vm_missing[*]}"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
@@ -32,7 +40,14 @@ if ((${#missing[@]})); then
         printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
         $sudo chmod +x "$policy"
     fi
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    ((${#missing[@]} == 0)) ||
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # INITRD=No: the kernel is only booted by scripts/alsa-vm.sh, with an initrd of its own,
+    # so its hooks make no initramfs (a minute and 40 MB saved); with no bootloader installed
+    # they configure none.
+    ((${#vm_missing[@]} == 0)) ||
+        $sudo env DEBIAN_FRONTEND=noninteractive INITRD=No \
+            apt-get install -y -qq --no-install-recommends "${vm_missing[@]}" >/dev/null
     [ -z "$policy" ] || $sudo rm -f "$policy"
 fi
 

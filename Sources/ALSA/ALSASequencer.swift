@@ -33,7 +33,7 @@ public enum SequencerInput {
     case midi(MIDIMessage, from: SequencerAddress, port: Int32)
     /// A piece of a SysEx arrived (see SysExAssembler); the bytes are valid during the call.
     case sysExChunk(UnsafeRawBufferPointer, from: SequencerAddress, port: Int32)
-    /// A port appeared, or changed its name or capabilities (a device plugged in, an app started).
+    /// A port appeared (a device plugged in, an app started).
     case portAppeared(SequencerAddress)
     /// A port went away (unplugged, the app quit); its connections are gone with it.
     case portGone(SequencerAddress)
@@ -67,6 +67,10 @@ public final class ALSASequencer: @unchecked Sendable {
         guard result >= 0, let opened else { throw ALSAError(operation: "open the ALSA sequencer (/dev/snd/seq)", code: result) }
         handle = opened
         _ = snd_seq_set_client_name(handle, name)
+        // The largest input pool the kernel allows: a burst (a SysEx dump from a fast
+        // device) waits there for the reader instead of being dropped.
+        _ = snd_seq_set_client_pool_input(handle, 2000)
+        _ = snd_seq_set_input_buffer_size(handle, 65536)
         clientID = snd_seq_client_id(handle)
         let announce = snd_seq_create_simple_port(handle, "announcements",
                                                   UInt32(SND_SEQ_PORT_CAP_WRITE | SND_SEQ_PORT_CAP_NO_EXPORT),
@@ -163,8 +167,8 @@ public final class ALSASequencer: @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    /// Writes `event`, scheduled if `time` is more than a millisecond ahead; waits (up to a
-    /// second) while the sequencer's memory pool is full rather than dropping the event.
+    /// Writes `event`, scheduled if `time` is more than a millisecond ahead; while the
+    /// sequencer's memory pool is full, waits for room (up to 100 times 10 ms) before giving up.
     private func output(at time: MonotonicInstant) throws(ALSAError) {
         let now = MonotonicClock.now()
         if queueID >= 0, time.nanoseconds > now.nanoseconds + 1_000_000 {
@@ -179,7 +183,7 @@ public final class ALSASequencer: @unchecked Sendable {
             guard result == -EAGAIN else { throw ALSAError(operation: "send to the ALSA sequencer", code: result) }
             waitForOutputRoom()
         }
-        throw ALSAError(operation: "send to the ALSA sequencer (its pool stayed full for a second)", code: -EAGAIN)
+        throw ALSAError(operation: "send to the ALSA sequencer (its pool stayed full)", code: -EAGAIN)
     }
 
     private func waitForOutputRoom() {
@@ -235,14 +239,14 @@ public final class ALSASequencer: @unchecked Sendable {
         while !isClosed {
             var pointer: UnsafeMutablePointer<snd_seq_event_t>?
             let result = snd_seq_event_input(handle, &pointer)
-            if result == -ENOSPC {
+            if result == -ENOSPC { // the kernel dropped events and cleared the FIFO
                 handler(.inputOverrun)
-                continue
+                return
             }
             guard result >= 0, let pointer else { return } // -EAGAIN: drained
             let source = SequencerAddress(client: Int32(pointer.pointee.source.client), port: Int32(pointer.pointee.source.port))
             switch pointer.pointee.type {
-            case SequencerEvent.Kind.portStart, SequencerEvent.Kind.portChange:
+            case SequencerEvent.Kind.portStart:
                 handler(.portAppeared(address(pointer.pointee.data.addr)))
             case SequencerEvent.Kind.portExit:
                 handler(.portGone(address(pointer.pointee.data.addr)))

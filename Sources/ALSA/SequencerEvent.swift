@@ -31,12 +31,11 @@ public enum SequencerEvent {
         static let clientExit = UInt8(SND_SEQ_EVENT_CLIENT_EXIT.rawValue)
         static let portStart = UInt8(SND_SEQ_EVENT_PORT_START.rawValue)
         static let portExit = UInt8(SND_SEQ_EVENT_PORT_EXIT.rawValue)
-        static let portChange = UInt8(SND_SEQ_EVENT_PORT_CHANGE.rawValue)
     }
 
     /// Fills `event` (reset by the caller) with `message`; false for SysEx, which is sent as
     /// variable-length events (see `sysExChunks`).
-    static func encode(_ message: MIDIMessage, into event: inout snd_seq_event_t) -> Bool {
+    public static func encode(_ message: MIDIMessage, into event: inout snd_seq_event_t) -> Bool {
         func note(_ kind: UInt8, _ channel: UInt4, _ note: UInt7, _ velocity: UInt7) {
             event.type = kind
             event.data.note.channel = channel.value
@@ -75,8 +74,8 @@ public enum SequencerEvent {
 
     /// The MIDI messages `event` carries, to `deliver` (none for events that are not MIDI;
     /// several for a 14-bit controller or an (N)RPN). SysEx goes to `sysEx` instead.
-    static func decode(_ event: UnsafePointer<snd_seq_event_t>, sysEx: (UnsafeRawBufferPointer) -> Void,
-                       _ deliver: (MIDIMessage) -> Void) {
+    public static func decode(_ event: UnsafePointer<snd_seq_event_t>, sysEx: (UnsafeRawBufferPointer) -> Void,
+                              _ deliver: (MIDIMessage) -> Void) {
         let e = event.pointee
         let channel = UInt4(masking: e.data.note.channel)
         let controlChannel = UInt4(masking: e.data.control.channel)

@@ -27,7 +27,8 @@ final class ALSAClient: @unchecked Sendable {
     /// What each connected source left on, and its SysEx in progress, per (source, our port).
     private var held: [SequencerAddress: [Int32: HeldNotes]] = [:]
     private var sysEx: [SequencerAddress: [Int32: SysExAssembler]] = [:]
-    private var connected: [SequencerAddress: String] = [:]
+    /// The ports connected, with the endpoints (our ports) each is connected to.
+    private var connected: [SequencerAddress: (label: String, ports: Set<Int32>)] = [:]
     private var failures = 0
 
     /// Opens the sequencer as client `clientName`.
@@ -127,7 +128,7 @@ final class ALSAClient: @unchecked Sendable {
     }
 
     private func gone(_ address: SequencerAddress) {
-        let name = connected.removeValue(forKey: address)
+        let name = connected.removeValue(forKey: address)?.label
         sysEx[address] = nil
         var released = 0
         for (port, var notes) in held.removeValue(forKey: address) ?? [:] {
@@ -146,19 +147,26 @@ final class ALSAClient: @unchecked Sendable {
         for candidate in ports {
             for endpoint in endpoints.values {
                 guard let pattern = endpoint.pattern, pattern.client.matches(candidate.clientName),
-                      pattern.port.matches(number: Int(candidate.address.port), name: candidate.portName) else { continue }
-                let label = "\(candidate.clientName):\(candidate.portName)"
+                      pattern.port.matches(number: Int(candidate.address.port), name: candidate.portName),
+                      connected[candidate.address]?.ports.contains(endpoint.port) != true else { continue }
+                let label = "\(candidate.clientName):\(candidate.portName.trimmingTrailingSpaces)"
                 do {
                     if candidate.isSource { try sequencer.connect(from: candidate.address, to: endpoint.port) }
                     if candidate.isDestination { try sequencer.connect(from: endpoint.port, to: candidate.address) }
-                    if connected.updateValue(label, forKey: candidate.address) == nil {
-                        logger.info("ALSA port '\(label)' (\(candidate.address)) connected to \(endpoint.name)")
-                    }
+                    connected[candidate.address, default: (label, [])].ports.insert(endpoint.port)
+                    logger.info("ALSA port '\(label)' (\(candidate.address)) connected to \(endpoint.name)")
                 } catch {
                     logger.warning("\(endpoint.name): \(error)")
                 }
             }
         }
+    }
+}
+
+extension String {
+    /// Without the spaces kernel clients pad their port names with.
+    var trimmingTrailingSpaces: String {
+        String(self[..<(lastIndex { $0 != " " }.map(index(after:)) ?? startIndex)])
     }
 }
 

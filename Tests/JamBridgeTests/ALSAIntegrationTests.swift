@@ -1,0 +1,141 @@
+import Foundation
+import MIDI
+import MIDITestSupport
+import Testing
+
+// ALSA endpoints on a real kernel sequencer with snd-virmidi devices: run by
+// scripts/alsa-tests.sh, inside a VM when this machine has no /dev/snd/seq (the host's
+// `swift test` skips these suites). "Virtual Raw MIDI 0-0" stands in for a USB keyboard:
+// bytes played into hw:0,0 with amidi come out of its sequencer port; what is sent to the
+// port of "Virtual Raw MIDI 0-1" can be read from hw:0,1.
+
+/// `aconnect -l`, to see clients, ports and connections.
+private func connections() throws -> String { try run("/usr/bin/aconnect", ["-l"]).out }
+
+/// jambridge's client number in `aconnect -l`'s listing, if it is there.
+private func jambridgeClient(_ listing: String) -> Substring? {
+    listing.split(separator: "\n").first { $0.contains("'jambridge'") }?.split(separator: " ").dropFirst().first?.dropLast()
+}
+
+/// Waits (up to `seconds`: the VM is slow) until `aconnect -l` shows `count` connections
+/// between other clients and jambridge's endpoint ports (port 0 follows announcements).
+private func waitForConnections(_ count: Int, seconds: Double = 60) throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        let listing = try connections()
+        if let client = jambridgeClient(listing) {
+            // In the other clients' blocks, each connection names us as " CLIENT:PORT".
+            let made = listing.split(separator: "\n").filter { $0.contains("Connect") }.map { line in
+                line.components(separatedBy: " \(client):").dropFirst().filter { !$0.hasPrefix("0") }.count
+            }.reduce(0, +)
+            if made >= count { return }
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+    }
+    Issue.record("jambridge did not make \(count) connections:\n\(try connections())")
+}
+
+/// Starts `amidi` reading hw:0,`device` for `seconds` of silence, hex-dumping what it gets.
+private func startReading(device: Int, idleSeconds: Int = 4, into file: URL? = nil) throws -> JamBridgeProcess {
+    let arguments = ["-p", "hw:0,\(device)", "-t", "\(idleSeconds)"] + (file.map { ["-r", $0.path] } ?? ["-d"])
+    let reader = try JamBridgeProcess(arguments, launcher: "/usr/bin/amidi")
+    Thread.sleep(forTimeInterval: 1) // it has the device open before anything is played
+    return reader
+}
+
+/// The bytes `amidi -d` printed (hex, a message a line, e.g. "904864").
+private func dumpedBytes(_ output: String) -> [UInt8] {
+    let digits = Array(output.filter(\.isHexDigit))
+    return stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) }
+}
+
+/// Plays hex `bytes` into hw:0,`device`.
+private func play(_ bytes: String, device: Int = 0) throws {
+    let result = try run("/usr/bin/amidi", ["-p", "hw:0,\(device)", "-S", bytes])
+    #expect(result.status == 0)
+}
+
+/// Writes `routes` to a fresh directory and starts `jambridge run` on it.
+private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridgeProcess, URL) {
+    let dir = try temporaryDirectory()
+    let file = dir.appendingPathComponent("alsa.yaml")
+    try routes.write(to: file, atomically: true, encoding: .utf8)
+    return (try JamBridgeProcess(["run", "--stop-after", "\(seconds)", file.path]), dir)
+}
+
+@Suite(.serialized) struct RoutingALSAIntegrationTests {
+    @Test func aVirtualKeyboardPlaysThroughATransposeIntoAnotherDeviceAndBack() throws {
+        let (daemon, _) = try startJamBridge("""
+            endpoints:
+              keys: { alsa: "Virtual Raw MIDI 0-0" }
+              synth: { alsa: "Virtual Raw MIDI 0-1" }
+            routes:
+              - { from: keys, to: synth, transpose: 12 }
+              - { from: synth, to: keys }
+            """, seconds: 40)
+        try waitForConnections(4) // both devices, both ways
+        let forward = try startReading(device: 1)
+        try play("90 3C 64 B0 07 50 80 3C 00")
+        let got = forward.finish()
+        #expect(dumpedBytes(got.out) == [0x90, 0x48, 0x64, 0xB0, 0x07, 0x50, 0x80, 0x48, 0x00], "\(got.out)")
+        let back = try startReading(device: 0)
+        try play("C1 05 E1 00 40", device: 1)
+        #expect(dumpedBytes(back.finish().out) == [0xC1, 0x05, 0xE1, 0x00, 0x40])
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("connected to keys") && result.err.contains("connected to synth"), "\(result.err)")
+    }
+
+    @Test func aPortJambridgeCreatesCanBeConnectedWithAconnect() throws {
+        let (daemon, _) = try startJamBridge("""
+            endpoints:
+              keys: { alsa: "Virtual Raw MIDI 0-0" }
+              out: { alsa: { create: "jam out" } }
+            routes:
+              - { from: keys, to: out, channel: 5 }
+            """, seconds: 40)
+        try waitForConnections(2)
+        let listing = try connections()
+        let number = try #require(jambridgeClient(listing))
+        let portLine = try #require(listing.split(separator: "\n").first { $0.contains("'jam out") }, "\(listing)")
+        let port = try #require(portLine.split(separator: " ").first)
+        #expect(try run("/usr/bin/aconnect", ["\(number):\(port)", "Virtual Raw MIDI 0-2"]).status == 0)
+        let reader = try startReading(device: 2)
+        try play("90 40 7F")
+        #expect(dumpedBytes(reader.finish().out) == [0x94, 0x40, 0x7F])
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
+    }
+}
+
+@Suite(.serialized) struct HotplugALSAIntegrationTests {
+    private let unbind = "/sys/bus/platform/drivers/snd_virmidi/unbind"
+    private let bind = "/sys/bus/platform/drivers/snd_virmidi/bind"
+
+    @Test func unpluggingReleasesTheHeldNoteAndReplugReconnectsWithoutARestart() throws {
+        let (daemon, dir) = try startJamBridge("""
+            endpoints:
+              keys: { alsa: "Virtual Raw MIDI 0-0" }
+              tape: { record: take.mid }
+            routes:
+              - { from: keys, to: tape }
+            """, seconds: 120)
+        try waitForConnections(2)
+        try play("90 3C 64 B0 40 7F") // a note and the sustain pedal held
+        Thread.sleep(forTimeInterval: 2)
+        try "snd_virmidi.0".write(toFile: unbind, atomically: false, encoding: .utf8) // unplugged
+        Thread.sleep(forTimeInterval: 3)
+        try "snd_virmidi.0".write(toFile: bind, atomically: false, encoding: .utf8) // plugged back in
+        try waitForConnections(2) // matched by name: its client number may have changed
+        try play("90 3E 50 80 3E 00")
+        Thread.sleep(forTimeInterval: 2)
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("went away; 2 held notes and pedals released"), "\(result.err)")
+        let got = try recorded(dir.appendingPathComponent("take.mid"))
+        #expect(got == [noteOn(0, 60, 100), cc(0, 64, 127), noteOff(0, 60, 64), cc(0, 64, 0), noteOn(0, 62, 80), noteOff(0, 62, 0)],
+                "\(got)")
+    }
+}
