@@ -11,6 +11,12 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // What several benchmark targets share (their configuration).
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [.product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/BenchmarkSupport"
+        ),
         .executableTarget(
             name: "RouterBenchmarks",
             dependencies: [
@@ -34,11 +40,24 @@ let package = Package(
         .executableTarget(
             name: "JournalBenchmarks",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MIDI", package: "jambridge"),
                 .product(name: "RTPMIDI", package: "jambridge"),
             ],
             path: "Benchmarks/JournalBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // ALSA sequencer events <-> MIDI messages (SequencerEvent), results in ../BENCHMARKS.md.
+        .executableTarget(
+            name: "ALSABenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MIDI", package: "jambridge"),
+                .product(name: "ALSA", package: "jambridge"),
+            ],
+            path: "Benchmarks/ALSABenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // RTP-MIDI forwarding through a running jambridge (latency against a bare UDP relay,

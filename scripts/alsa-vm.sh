@@ -112,6 +112,7 @@ for d in proc sys dev; do \$B mount -t \$d \$d /host/\$d 2>/dev/null || \$B moun
 \$B mount -t devpts devpts /host/dev/pts 2>/dev/null
 \$B mkdir -p /host/dev/shm; \$B mount -t tmpfs shm /host/dev/shm
 \$B mount -t tmpfs tmp /host/tmp; \$B mount -t tmpfs run /host/run
+\$B mkdir -p /host$(q "$WORKDIR") 2>/dev/null # a directory under /tmp exists only on the host
 \$B mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose work /host$(q "$WORKDIR")
 \$B cp /guest.sh /host/run/alsa-vm-guest.sh
 \$B hostname alsa-vm

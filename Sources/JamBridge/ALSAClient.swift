@@ -108,9 +108,9 @@ final class ALSAClient: @unchecked Sendable {
             pass(message, from: source, port: port)
         case .sysExChunk(let chunk, let source, let port):
             guard endpoints[port] != nil else { return }
-            var assembler = sysEx[source]?[port] ?? SysExAssembler(limit: 1 << 20)
-            assembler.add(chunk) { pass($0, from: source, port: port) }
-            sysEx[source, default: [:]][port] = assembler
+            var completed: MIDIMessage?
+            sysEx[source, default: [:]][port, default: SysExAssembler(limit: 1 << 20)].add(chunk) { completed = $0 }
+            if let completed { pass(completed, from: source, port: port) }
         case .portAppeared(let address):
             connectMatching(sequencer.ports().filter { $0.address == address })
         case .portGone(let address):

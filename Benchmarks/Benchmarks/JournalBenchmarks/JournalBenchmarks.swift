@@ -1,4 +1,5 @@
 import Benchmark
+import BenchmarkSupport
 import MIDI
 import RTPMIDI
 
@@ -74,26 +75,18 @@ private func measure(_ benchmark: Benchmark, channels: Int, confirmEach: Bool, e
     precondition(sender.journalOverflows == 0)
 }
 
-private func configuration() -> Benchmark.Configuration { Benchmark.Configuration(
-    metrics: [.wallClock, .throughput, .mallocCountTotal, .instructions],
-    timeUnits: .nanoseconds,
-    scalingFactor: .one,
-    maxDuration: .seconds(3),
-    maxIterations: 20_000
-) }
-
 // Packet sizes: 12 (RTP) + 2 (command section header) + 3 (note-on) + the journal
 // (3 bytes, plus 30 per channel).
 let benchmarks: @Sendable () -> Void = {
-    Benchmark("Packet-with-empty-journal-1000-packets", configuration: configuration()) { benchmark in
+    Benchmark("Packet-with-empty-journal-1000-packets", configuration: perItemConfiguration()) { benchmark in
         measure(benchmark, channels: 16, confirmEach: true, expectedPacket: 20)
     }
 
-    Benchmark("Packet-with-journal-1-channel-1000-packets", configuration: configuration()) { benchmark in
+    Benchmark("Packet-with-journal-1-channel-1000-packets", configuration: perItemConfiguration()) { benchmark in
         measure(benchmark, channels: 1, confirmEach: false, expectedPacket: 20 + 30)
     }
 
-    Benchmark("Packet-with-journal-16-channels-1000-packets", configuration: configuration()) { benchmark in
+    Benchmark("Packet-with-journal-16-channels-1000-packets", configuration: perItemConfiguration()) { benchmark in
         measure(benchmark, channels: 16, confirmEach: false, expectedPacket: 20 + 16 * 30)
     }
 }
