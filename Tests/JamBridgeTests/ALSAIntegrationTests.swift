@@ -35,9 +35,9 @@ private func waitForConnections(_ count: Int, seconds: Double = 60) throws {
     Issue.record("jambridge did not make \(count) connections:\n\(try connections())")
 }
 
-/// Starts `amidi` reading hw:0,`device` for `seconds` of silence, hex-dumping what it gets.
+/// Starts `amidi` reading hw:0,`device` (clock bytes too: `-c`) until `idleSeconds` of silence, hex-dumping what it gets.
 private func startReading(device: Int, idleSeconds: Int = 4, into file: URL? = nil) throws -> JamBridgeProcess {
-    let arguments = ["-p", "hw:0,\(device)", "-t", "\(idleSeconds)"] + (file.map { ["-r", $0.path] } ?? ["-d"])
+    let arguments = ["-p", "hw:0,\(device)", "-c", "-t", "\(idleSeconds)"] + (file.map { ["-r", $0.path] } ?? ["-d"])
     let reader = try JamBridgeProcess(arguments, launcher: "/usr/bin/amidi")
     Thread.sleep(forTimeInterval: 1) // it has the device open before anything is played
     return reader
@@ -85,6 +85,23 @@ private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridge
         let result = daemon.finish()
         #expect(result.status == 0, "\(result.err)")
         #expect(result.err.contains("connected to keys") && result.err.contains("connected to synth"), "\(result.err)")
+    }
+
+    @Test func clockTransportAndSystemMessagesKeepTheirOrder() throws {
+        let (daemon, _) = try startJamBridge("""
+            endpoints:
+              keys: { alsa: "Virtual Raw MIDI 0-0" }
+              synth: { alsa: "Virtual Raw MIDI 0-1" }
+            routes:
+              - { from: keys, to: synth }
+            """, seconds: 40)
+        try waitForConnections(4)
+        let reader = try startReading(device: 1)
+        let bytes = "FA F8 F8 F2 10 00 F8 F1 25 F3 02 F6 FC FB F8 FF"
+        try play(bytes)
+        #expect(dumpedBytes(reader.finish().out) == dumpedBytes(bytes))
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
     }
 
     @Test func aPortJambridgeCreatesCanBeConnectedWithAconnect() throws {
@@ -137,5 +154,43 @@ private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridge
         let got = try recorded(dir.appendingPathComponent("take.mid"))
         #expect(got == [noteOn(0, 60, 100), cc(0, 64, 127), noteOff(0, 60, 64), cc(0, 64, 0), noteOn(0, 62, 80), noteOff(0, 62, 0)],
                 "\(got)")
+    }
+}
+
+@Suite(.serialized) struct NetworkALSAIntegrationTests {
+    @Test func aNoteOnTheVirtualKeyboardReachesAnRTPMIDIPeerAndThePeersNoteComesBack() throws {
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        // The peer: a second jambridge whose session records what arrives and plays a song into it.
+        let ms: UInt64 = 1_000_000
+        let peer = try writeSetup(in: dir, song: [.init(offset: 30_000 * ms, message: noteOn(3, 70, 90)),
+                                                  .init(offset: 30_100 * ms, message: noteOff(3, 70))], routes: """
+            session: { name: Peer, port: \(port + 2), bind: 127.0.0.1, advertise: false }
+            endpoints:
+              song: { file: song.mid }
+              tape: { record: take.mid }
+            routes:
+              - { from: session, to: tape }
+              - { from: song, to: session }
+            """)
+        let peerProcess = try JamBridgeProcess(["run", "--stop-after", "60", peer])
+        let (bridge, _) = try startJamBridge("""
+            session: { name: Keys, port: \(port), bind: 127.0.0.1, advertise: false, invite: [ { host: 127.0.0.1, port: \(port + 2) } ] }
+            endpoints:
+              keys: { alsa: "Virtual Raw MIDI 0-0" }
+            routes:
+              - { from: keys, to: session }
+              - { from: session, to: keys }
+            """, seconds: 58)
+        try waitForConnections(2)
+        Thread.sleep(forTimeInterval: 8) // the invitation and first clock sync, in the slow VM
+        try play("90 3C 64 80 3C 00")
+        let back = try startReading(device: 0, idleSeconds: 40) // the peer's song note, ~30 s after it started
+        #expect(dumpedBytes(back.finish().out) == [0x93, 0x46, 0x5A, 0x83, 0x46, 0x00])
+        bridge.interrupt()
+        peerProcess.interrupt()
+        let bridgeResult = bridge.finish(), peerResult = peerProcess.finish()
+        #expect(bridgeResult.status == 0 && peerResult.status == 0, "\(bridgeResult.err)\n\(peerResult.err)")
+        #expect(try recorded(dir.appendingPathComponent("take.mid")) == [noteOn(0, 60, 100), noteOff(0, 60, 0)], "\(peerResult.err)")
     }
 }
