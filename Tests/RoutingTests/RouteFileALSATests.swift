@@ -2,44 +2,9 @@ import Foundation
 import Routing
 import Testing
 
-/// The configuration `yaml` holds when parsed as `r.yaml`.
-private func parse(_ yaml: String) throws -> RouteConfiguration {
-    try RouteConfiguration.parse(yaml: yaml, file: "r.yaml")
-}
-
-/// The mistakes `yaml` holds, as `file:line:column: message`, when parsed as `r.yaml`.
-private func mistakes(_ yaml: String) -> [String] {
-    do {
-        _ = try RouteConfiguration.parse(yaml: yaml, file: "r.yaml")
-        return []
-    } catch {
-        return error.errors.map(\.description)
-    }
-}
-
 /// The kind of the only endpoint of `endpoints:\n  x: { alsa: VALUE }`, VALUE written as `value`.
 private func alsaKind(_ value: String) throws -> EndpointKind? {
     try parse("endpoints:\n  x: { alsa: \(value) }\n").endpoints.first?.kind
-}
-
-/// A location in `r.yaml`.
-private func at(_ line: Int, _ column: Int) -> Routing.SourceLocation {
-    Routing.SourceLocation(file: "r.yaml", line: line, column: column)
-}
-
-/// A fresh directory for one test's route files.
-private func temporaryDirectory() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("jambridge-alsa-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
-/// Writes `yaml` to `name` in `directory` and returns its path.
-private func write(_ yaml: String, to name: String, in directory: URL) throws -> String {
-    let url = directory.appendingPathComponent(name)
-    try yaml.write(to: url, atomically: true, encoding: .utf8)
-    return url.path
 }
 
 @Suite struct RouteFileALSATests {
@@ -170,8 +135,8 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     // MARK: - Mistakes in the alsa block
 
     @Test func unknownALSABlockKey() {
-        #expect(mistakes("alsa:\n  clinet: rack\n") == ["r.yaml:2:3: unknown key 'clinet'; did you mean 'client'?"])
-        #expect(mistakes("alsa:\n  name: rack\n") == [
+        #expect(locatedMistakes("alsa:\n  clinet: rack\n") == ["r.yaml:2:3: unknown key 'clinet'; did you mean 'client'?"])
+        #expect(locatedMistakes("alsa:\n  name: rack\n") == [
             "r.yaml:2:3: unknown key 'name' in the 'alsa' block; the keys are client",
         ])
     }
@@ -179,29 +144,29 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func emptyClientName() {
         let message = "the ALSA client name is empty; write the name other programs see, such as 'jambridge rack', "
             + "or leave 'client' out for 'jambridge'"
-        #expect(mistakes("alsa:\n  client: \"\"\n") == ["r.yaml:2:11: \(message)"])
-        #expect(mistakes("alsa:\n  client:\n") == ["r.yaml:2:3: \(message)"])
-        #expect(mistakes("alsa:\n  client: ~\n") == ["r.yaml:2:3: \(message)"])
+        #expect(locatedMistakes("alsa:\n  client: \"\"\n") == ["r.yaml:2:11: \(message)"])
+        #expect(locatedMistakes("alsa:\n  client:\n") == ["r.yaml:2:3: \(message)"])
+        #expect(locatedMistakes("alsa:\n  client: ~\n") == ["r.yaml:2:3: \(message)"])
     }
 
     @Test func clientNameOverSixtyThreeBytes() {
         let name = String(repeating: "é", count: 32) // 32 characters, 64 bytes
-        #expect(mistakes("alsa:\n  client: \(name)\n") == [
+        #expect(locatedMistakes("alsa:\n  client: \(name)\n") == [
             "r.yaml:2:11: the ALSA client name is 64 bytes long; ALSA names are at most 63 bytes (UTF-8), so shorten it",
         ])
     }
 
     @Test func clientNameMustBeText() {
-        #expect(mistakes("alsa:\n  client: [a, b]\n") == [
+        #expect(locatedMistakes("alsa:\n  client: [a, b]\n") == [
             "r.yaml:2:11: 'client' is the ALSA client's name as text, such as 'jambridge rack', not a list",
         ])
     }
 
     @Test func alsaBlockMustBeAMapping() {
-        #expect(mistakes("alsa: jambridge rack\n") == [
+        #expect(locatedMistakes("alsa: jambridge rack\n") == [
             "r.yaml:1:7: 'alsa' is a mapping such as '{ client: jambridge rack }', not 'jambridge rack'",
         ])
-        #expect(mistakes("alsa: [a]\n") == [
+        #expect(locatedMistakes("alsa: [a]\n") == [
             "r.yaml:1:7: 'alsa' is a mapping such as '{ client: jambridge rack }', not a list",
         ])
     }
@@ -227,26 +192,26 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func emptyALSAValue() {
         let forms = "a client name or glob such as \"USB Keyboard*\", \"CLIENT:PORT\" such as \"TR-8:0\", "
             + "or { create: NAME } for a port jambridge creates"
-        #expect(mistakes("endpoints:\n  x: { alsa: \"\" }\n") == ["r.yaml:2:14: 'alsa' is empty; write \(forms)"])
-        #expect(mistakes("endpoints:\n  x: { alsa: }\n") == ["r.yaml:2:8: 'alsa' is empty; write \(forms)"])
-        #expect(mistakes("endpoints:\n  x:\n    alsa:\n") == ["r.yaml:3:5: 'alsa' is empty; write \(forms)"])
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: \"\" }\n") == ["r.yaml:2:14: 'alsa' is empty; write \(forms)"])
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: }\n") == ["r.yaml:2:8: 'alsa' is empty; write \(forms)"])
+        #expect(locatedMistakes("endpoints:\n  x:\n    alsa:\n") == ["r.yaml:3:5: 'alsa' is empty; write \(forms)"])
     }
 
     @Test func alsaValueThatIsAList() {
-        #expect(mistakes("endpoints:\n  x: { alsa: [USB*, TR-8] }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: [USB*, TR-8] }\n") == [
             "r.yaml:2:14: 'alsa' is a client name or glob such as \"USB Keyboard*\", \"CLIENT:PORT\" such as "
                 + "\"TR-8:0\", or { create: NAME } for a port jambridge creates, not a list",
         ])
     }
 
     @Test func emptyClientBeforeTheColon() {
-        #expect(mistakes("endpoints:\n  x: { alsa: \":0\" }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: \":0\" }\n") == [
             "r.yaml:2:14: no ALSA client before ':' in ':0'; write the client's name or a glob, such as \"TR-8:0\"",
         ])
     }
 
     @Test func emptyPortAfterTheColon() {
-        #expect(mistakes("endpoints:\n  x: { alsa: \"TR-8:\" }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: \"TR-8:\" }\n") == [
             "r.yaml:2:14: no port after ':' in 'TR-8:'; write a port number 0-255 or a port name glob, "
                 + "such as \"TR-8:0\", or leave ':' out for every port of the client",
         ])
@@ -254,10 +219,10 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
 
     @Test func portNumberOutOfRange() {
         let rest = "ALSA port numbers are 0-255 (see 'aconnect -l'), or write a port name glob"
-        #expect(mistakes("endpoints:\n  x: { alsa: \"TR-8:256\" }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: \"TR-8:256\" }\n") == [
             "r.yaml:2:14: port 256 is out of range; \(rest)",
         ])
-        #expect(mistakes("endpoints:\n  x: { alsa: \"TR-8:99999999999999999999999\" }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: \"TR-8:99999999999999999999999\" }\n") == [
             "r.yaml:2:14: port 99999999999999999999999 is out of range; \(rest)",
         ])
     }
@@ -265,49 +230,49 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func clientNumbersAreRefused() {
         let rest = "which changes when devices are plugged in; write the client's name or a glob instead, "
             + "such as \"USB Keyboard*\" (see 'aconnect -l')"
-        #expect(mistakes("endpoints:\n  x: { alsa: \"20:0\" }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: \"20:0\" }\n") == [
             "r.yaml:2:14: '20' is an ALSA client number, \(rest)",
         ])
-        #expect(mistakes("endpoints:\n  x: { alsa: 20 }\n") == ["r.yaml:2:14: '20' is an ALSA client number, \(rest)"])
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: 20 }\n") == ["r.yaml:2:14: '20' is an ALSA client number, \(rest)"])
     }
 
     @Test func emptyCreatedPortName() {
         let message = "the port name is empty; write the name other programs see, such as { create: \"jam out\" }"
-        #expect(mistakes("endpoints:\n  x: { alsa: { create: \"\" } }\n") == ["r.yaml:2:24: \(message)"])
-        #expect(mistakes("endpoints:\n  x: { alsa: { create: } }\n") == ["r.yaml:2:16: \(message)"])
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: { create: \"\" } }\n") == ["r.yaml:2:24: \(message)"])
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: { create: } }\n") == ["r.yaml:2:16: \(message)"])
     }
 
     @Test func createdPortNameOverSixtyThreeBytes() {
         let name = String(repeating: "é", count: 32) // 64 bytes
-        #expect(mistakes("endpoints:\n  x: { alsa: { create: \(name) } }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: { create: \(name) } }\n") == [
             "r.yaml:2:24: the port name is 64 bytes long; ALSA names are at most 63 bytes (UTF-8), so shorten it",
         ])
     }
 
     @Test func createdPortNameMustBeText() {
-        #expect(mistakes("endpoints:\n  x: { alsa: { create: [a] } }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: { create: [a] } }\n") == [
             "r.yaml:2:24: 'create' is the name of the port jambridge creates, such as \"jam out\", not a list",
         ])
     }
 
     @Test func unknownKeyInAnALSAMapping() {
-        #expect(mistakes("endpoints:\n  x: { alsa: { creat: out } }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: { creat: out } }\n") == [
             "r.yaml:2:16: unknown key 'creat'; did you mean 'create'?",
         ])
-        #expect(mistakes("endpoints:\n  x: { alsa: { create: out, port: 3 } }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: { create: out, port: 3 } }\n") == [
             "r.yaml:2:29: unknown key 'port' in an 'alsa' mapping; the keys are create",
         ])
     }
 
     @Test func alsaMappingWithoutCreate() {
-        #expect(mistakes("endpoints:\n  x: { alsa: {} }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: {} }\n") == [
             "r.yaml:2:14: an 'alsa' mapping needs 'create: NAME', the name of the port jambridge creates, "
                 + "such as { create: \"jam out\" }",
         ])
     }
 
     @Test func twoEndpointsCreatingOnePort() {
-        #expect(mistakes("""
+        #expect(locatedMistakes("""
             endpoints:
               a: { alsa: { create: "jam out" } }
               b: { alsa: { create: "jam in" } }
@@ -337,27 +302,27 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func alsaCombinedWithAnotherKind() {
         let rest = "an endpoint is one of 'alsa' (ALSA ports), 'peer' (a session peer), 'file' (play a MIDI file) "
             + "or 'record' (record to a MIDI file)"
-        #expect(mistakes("endpoints:\n  x: { alsa: USB*, file: a.mid }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: USB*, file: a.mid }\n") == [
             "r.yaml:2:20: 'alsa' and 'file' together: \(rest)",
         ])
-        #expect(mistakes("endpoints:\n  x: { peer: Mike, alsa: USB* }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { peer: Mike, alsa: USB* }\n") == [
             "r.yaml:2:20: 'peer' and 'alsa' together: \(rest)",
         ])
-        #expect(mistakes("endpoints:\n  x: { alsa: USB*, loop: true }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: USB*, loop: true }\n") == [
             "r.yaml:2:20: 'loop' applies to 'file' endpoints only",
         ])
     }
 
     @Test func misspelledALSAKeys() {
-        #expect(mistakes("endpoints:\n  x: { als: USB* }\n") == ["r.yaml:2:8: unknown key 'als'; did you mean 'alsa'?"])
-        #expect(mistakes("als:\n  client: rack\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { als: USB* }\n") == ["r.yaml:2:8: unknown key 'als'; did you mean 'alsa'?"])
+        #expect(locatedMistakes("als:\n  client: rack\n") == [
             "r.yaml:1:1: unknown top-level key 'als'; did you mean 'alsa'? the known keys are "
                 + "'session', 'alsa', 'endpoints' and 'routes'",
         ])
     }
 
     @Test func oscStaysReserved() {
-        #expect(mistakes("endpoints:\n  phone: { osc: { listen: 8000 } }\n") == [
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000 } }\n") == [
             "r.yaml:2:12: 'osc' endpoints are not supported by this version yet; use 'file: PATH' (play a MIDI file) "
                 + "or 'record: PATH' (record to a MIDI file)",
         ])

@@ -8,21 +8,6 @@ private let examplesDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("routes")
 
-/// A fresh directory for one test's route files.
-private func temporaryDirectory() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("jambridge-routefile-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
-/// Writes `yaml` to `name` in `directory` and returns its path.
-private func write(_ yaml: String, to name: String, in directory: URL) throws -> String {
-    let url = directory.appendingPathComponent(name)
-    try yaml.write(to: url, atomically: true, encoding: .utf8)
-    return url.path
-}
-
 @Suite struct RouteFileLoadTests {
     @Test func fileThatCannotBeReadIsOneErrorAtTheStart() {
         #expect(throws: RouteFileErrors.self) { try RouteConfiguration.load(files: ["/nonexistent/x.yaml"]) }

@@ -2,41 +2,6 @@ import Foundation
 import Routing
 import Testing
 
-/// The configuration `yaml` holds when parsed as `r.yaml`.
-private func parse(_ yaml: String) throws -> RouteConfiguration {
-    try RouteConfiguration.parse(yaml: yaml, file: "r.yaml")
-}
-
-/// The mistakes `yaml` holds, as `file:line:column: message`, when parsed as `r.yaml`.
-private func mistakes(_ yaml: String) -> [String] {
-    do {
-        _ = try RouteConfiguration.parse(yaml: yaml, file: "r.yaml")
-        return []
-    } catch {
-        return error.errors.map(\.description)
-    }
-}
-
-/// A location in `r.yaml`.
-private func at(_ line: Int, _ column: Int) -> Routing.SourceLocation {
-    Routing.SourceLocation(file: "r.yaml", line: line, column: column)
-}
-
-/// A fresh directory for one test's route files.
-private func temporaryDirectory() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("jambridge-session-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
-/// Writes `yaml` to `name` in `directory` and returns its path.
-private func write(_ yaml: String, to name: String, in directory: URL) throws -> String {
-    let url = directory.appendingPathComponent(name)
-    try yaml.write(to: url, atomically: true, encoding: .utf8)
-    return url.path
-}
-
 @Suite struct RouteFileSessionTests {
     // MARK: - What a session block reads as
 
@@ -93,7 +58,7 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func advertiseIsABoolean() throws {
         #expect(try parse("session:\n  advertise: false\n").session?.advertise == false)
         #expect(try parse("session:\n  advertise: on\n").session?.advertise == true)
-        #expect(mistakes("session:\n  advertise: loudly\n") == [
+        #expect(locatedMistakes("session:\n  advertise: loudly\n") == [
             "r.yaml:2:14: 'advertise' is true or false, not 'loudly'",
         ])
     }
@@ -102,10 +67,10 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         #expect(try parse("session:\n  timeout: 15\n").session?.timeout == 15)
         #expect(try parse("session:\n  timeout: 600\n").session?.timeout == 600)
         #expect(try parse("session: {}\n").session?.timeout == 60)
-        #expect(mistakes("session:\n  timeout: 5\n") == [
+        #expect(locatedMistakes("session:\n  timeout: 5\n") == [
             "r.yaml:2:12: timeout 5 is out of range; 'timeout' is 15-600 seconds without clock sync before a peer is dropped",
         ])
-        #expect(mistakes("session:\n  timeout: soon\n") == [
+        #expect(locatedMistakes("session:\n  timeout: soon\n") == [
             "r.yaml:2:12: 'soon' is not a number; the peer timeout is 15-600 seconds without clock sync before a peer is dropped",
         ])
     }
@@ -176,13 +141,13 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     }
 
     @Test func misspelledSessionEndpointSuggestsSession() {
-        #expect(mistakes("endpoints:\n  tape: { record: t.mid }\nroutes:\n  - from: sesion\n    to: tape\n") == [
+        #expect(locatedMistakes("endpoints:\n  tape: { record: t.mid }\nroutes:\n  - from: sesion\n    to: tape\n") == [
             "r.yaml:4:11: unknown endpoint 'sesion'; did you mean 'session'? declared endpoints: tape",
         ])
     }
 
     @Test func sessionStaysAReservedEndpointName() {
-        #expect(mistakes("endpoints:\n  session: { peer: Mike }\n") == [
+        #expect(locatedMistakes("endpoints:\n  session: { peer: Mike }\n") == [
             "r.yaml:2:3: 'session' is the reserved name of the network session endpoint; choose another name",
         ])
     }
@@ -283,13 +248,13 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func unknownPlayoutWord() {
         let choices = "'playout' is immediate, timestamp or a mapping of peer names to those such as "
             + "{ \"Mike’s iPad\": timestamp, \"*\": immediate }"
-        #expect(mistakes("session:\n  playout: timestamps\n") == [
+        #expect(locatedMistakes("session:\n  playout: timestamps\n") == [
             "r.yaml:2:12: unknown 'playout' value 'timestamps'; did you mean 'timestamp'? \(choices)",
         ])
-        #expect(mistakes("session:\n  playout: immediately\n") == [
+        #expect(locatedMistakes("session:\n  playout: immediately\n") == [
             "r.yaml:2:12: unknown 'playout' value 'immediately'; did you mean 'immediate'? \(choices)",
         ])
-        #expect(mistakes("session:\n  playout: Mike\n") == [
+        #expect(locatedMistakes("session:\n  playout: Mike\n") == [
             "r.yaml:2:12: unknown 'playout' value 'Mike'; \(choices)",
         ])
     }
@@ -297,10 +262,10 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
     @Test func emptyPlayout() {
         let needs = "'playout' needs a value: immediate, timestamp or a mapping of peer names to those such as "
             + "{ \"Mike’s iPad\": timestamp, \"*\": immediate }"
-        #expect(mistakes("session:\n  playout:\n") == ["r.yaml:2:3: \(needs)"])
-        #expect(mistakes("session:\n  name: Rack\n  playout: ~\n") == ["r.yaml:3:3: \(needs)"])
-        #expect(mistakes("session:\n  playout: \"\"\n") == ["r.yaml:2:12: \(needs)"])
-        #expect(mistakes("session:\n  playout: {}\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n") == ["r.yaml:2:3: \(needs)"])
+        #expect(locatedMistakes("session:\n  name: Rack\n  playout: ~\n") == ["r.yaml:3:3: \(needs)"])
+        #expect(locatedMistakes("session:\n  playout: \"\"\n") == ["r.yaml:2:12: \(needs)"])
+        #expect(locatedMistakes("session:\n  playout: {}\n") == [
             "r.yaml:2:12: 'playout' maps no peer names; write 'immediate' or 'timestamp' to play every peer "
                 + "one way, or leave 'playout' out",
         ])
@@ -310,40 +275,40 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
         let message = "'playout' per peer is a mapping, not a list: write each peer name with its mode, such as "
             + "{ \"Mike’s iPad\": timestamp, \"*\": immediate }; entries keep the order written and the first "
             + "name matching a peer decides"
-        #expect(mistakes("session:\n  playout:\n    - \"Mike’s iPad\": timestamp\n    - \"*\": immediate\n")
+        #expect(locatedMistakes("session:\n  playout:\n    - \"Mike’s iPad\": timestamp\n    - \"*\": immediate\n")
             == ["r.yaml:3:5: \(message)"])
-        #expect(mistakes("session:\n  playout: [timestamp]\n") == ["r.yaml:2:12: \(message)"])
+        #expect(locatedMistakes("session:\n  playout: [timestamp]\n") == ["r.yaml:2:12: \(message)"])
     }
 
     @Test func emptyPlayoutPeerName() {
         let message = "an empty peer name in 'playout'; write a name or a glob such as \"Mike’s *\", "
             + "or \"*\" for every other peer"
-        #expect(mistakes("session:\n  playout:\n    \"\": timestamp\n") == ["r.yaml:3:5: \(message)"])
-        #expect(mistakes("session:\n  playout:\n    \"Mike\": timestamp\n    ~: immediate\n")
+        #expect(locatedMistakes("session:\n  playout:\n    \"\": timestamp\n") == ["r.yaml:3:5: \(message)"])
+        #expect(locatedMistakes("session:\n  playout:\n    \"Mike\": timestamp\n    ~: immediate\n")
             == ["r.yaml:4:5: \(message)"])
     }
 
     @Test func playoutModeMustBeAWord() {
         let form = "a peer's playout is immediate or timestamp"
-        #expect(mistakes("session:\n  playout:\n    Mike: [timestamp]\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    Mike: [timestamp]\n") == [
             "r.yaml:3:11: the playout of 'Mike' is a list; \(form)",
         ])
-        #expect(mistakes("session:\n  playout:\n    Mike: { mode: timestamp }\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    Mike: { mode: timestamp }\n") == [
             "r.yaml:3:11: the playout of 'Mike' is a mapping; \(form)",
         ])
-        #expect(mistakes("session:\n  playout:\n    Mike:\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    Mike:\n") == [
             "r.yaml:3:5: the playout of 'Mike' needs a value; \(form)",
         ])
-        #expect(mistakes("session:\n  playout:\n    \"Studio *\": stamped\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    \"Studio *\": stamped\n") == [
             "r.yaml:3:17: unknown playout 'stamped' for 'Studio *'; \(form)",
         ])
-        #expect(mistakes("session:\n  playout:\n    Mike: immediatly\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    Mike: immediatly\n") == [
             "r.yaml:3:11: unknown playout 'immediatly' for 'Mike'; did you mean 'immediate'? \(form)",
         ])
     }
 
     @Test func playoutModeWrittenBeforeThePeerName() {
-        #expect(mistakes("session:\n  playout: { timestamp: \"Mike*\" }\n") == [
+        #expect(locatedMistakes("session:\n  playout: { timestamp: \"Mike*\" }\n") == [
             "r.yaml:2:25: unknown playout 'Mike*' for 'timestamp'; the peer name comes first, "
                 + "such as { \"Mike*\": timestamp }",
         ])
@@ -351,17 +316,17 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
 
     @Test func duplicatePlayoutPeerName() {
         // Keys YAML reads as different types (a number and a text) are the same peer name.
-        #expect(mistakes("session:\n  playout:\n    5: timestamp\n    \"5\": immediate\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    5: timestamp\n    \"5\": immediate\n") == [
             "r.yaml:4:5: peer name '5' is written twice in 'playout' (first at line 3); keep one",
         ])
         // Keys YAML itself sees as equal are reported as a YAML mistake.
-        #expect(mistakes("session:\n  playout:\n    Mike: timestamp\n    \"Mike\": immediate\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    Mike: timestamp\n    \"Mike\": immediate\n") == [
             "r.yaml:3:5: key 'Mike' is written more than once in the same mapping; keep one",
         ])
     }
 
     @Test func playoutEntryAfterTheCatchAllNeverMatches() {
-        #expect(mistakes("""
+        #expect(locatedMistakes("""
             session:
               playout:
                 "*": timestamp
@@ -371,7 +336,7 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
                 + "move 'Studio *' above it or remove it",
         ])
         // Every mistake in the mapping is reported.
-        #expect(mistakes("session:\n  playout:\n    \"*\": timestamp\n    A: immediate\n    B: sometimes\n") == [
+        #expect(locatedMistakes("session:\n  playout:\n    \"*\": timestamp\n    A: immediate\n    B: sometimes\n") == [
             "r.yaml:4:5: 'A' can never match: '*' at line 3 matches every peer before it; "
                 + "move 'A' above it or remove it",
             "r.yaml:5:5: 'B' can never match: '*' at line 3 matches every peer before it; "
@@ -384,42 +349,42 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
 
     @Test func portOutOfRangeOrNotANumber() {
         let range = "the session port is 1-65534 (the data port is the next one)"
-        #expect(mistakes("session:\n  port: 0\n") == ["r.yaml:2:9: port 0 is out of range; \(range)"])
-        #expect(mistakes("session:\n  port: 70000\n") == ["r.yaml:2:9: port 70000 is out of range; \(range)"])
-        #expect(mistakes("session:\n  port: 65535\n") == ["r.yaml:2:9: port 65535 is out of range; \(range)"])
-        #expect(mistakes("session:\n  port: abc\n") == ["r.yaml:2:9: 'abc' is not a number; \(range)"])
+        #expect(locatedMistakes("session:\n  port: 0\n") == ["r.yaml:2:9: port 0 is out of range; \(range)"])
+        #expect(locatedMistakes("session:\n  port: 70000\n") == ["r.yaml:2:9: port 70000 is out of range; \(range)"])
+        #expect(locatedMistakes("session:\n  port: 65535\n") == ["r.yaml:2:9: port 65535 is out of range; \(range)"])
+        #expect(locatedMistakes("session:\n  port: abc\n") == ["r.yaml:2:9: 'abc' is not a number; \(range)"])
     }
 
     @Test func bindMustBeNumeric() {
         let form = "'bind' is a numeric IPv4 or IPv6 address such as '192.168.1.20' or 'fd00::20'; "
             + "leave 'bind' out to listen on every interface"
-        #expect(mistakes("session:\n  bind: studio.local\n") == [
+        #expect(locatedMistakes("session:\n  bind: studio.local\n") == [
             "r.yaml:2:9: 'studio.local' is not a numeric address; \(form)",
         ])
-        #expect(mistakes("session:\n  bind: 10.0.0.256\n") == [
+        #expect(locatedMistakes("session:\n  bind: 10.0.0.256\n") == [
             "r.yaml:2:9: '10.0.0.256' is not a numeric address; \(form)",
         ])
-        #expect(mistakes("session:\n  bind:\n") == ["r.yaml:2:3: \(form)"])
+        #expect(locatedMistakes("session:\n  bind:\n") == ["r.yaml:2:3: \(form)"])
     }
 
     @Test func emptyName() {
         let message = "the session name is empty; write the name peers see, such as 'Studio Rack', "
             + "or leave 'name' out for 'jambridge on HOSTNAME'"
-        #expect(mistakes("session:\n  name: \"\"\n") == ["r.yaml:2:9: \(message)"])
-        #expect(mistakes("session:\n  name:\n") == ["r.yaml:2:3: \(message)"])
+        #expect(locatedMistakes("session:\n  name: \"\"\n") == ["r.yaml:2:9: \(message)"])
+        #expect(locatedMistakes("session:\n  name:\n") == ["r.yaml:2:3: \(message)"])
     }
 
     @Test func nameOverSixtyThreeBytes() {
         let name = String(repeating: "é", count: 32) // 32 characters, 64 bytes
-        #expect(mistakes("session:\n  name: \(name)\n") == [
+        #expect(locatedMistakes("session:\n  name: \(name)\n") == [
             "r.yaml:2:9: the session name is 64 bytes long; Bonjour names are at most 63 bytes (UTF-8), so shorten it",
         ])
     }
 
     @Test func unknownSessionKey() {
-        #expect(mistakes("session:\n  ports: 5004\n") == ["r.yaml:2:3: unknown key 'ports'; did you mean 'port'?"])
-        #expect(mistakes("session:\n  acept: none\n") == ["r.yaml:2:3: unknown key 'acept'; did you mean 'accept'?"])
-        #expect(mistakes("session:\n  colour: red\n") == [
+        #expect(locatedMistakes("session:\n  ports: 5004\n") == ["r.yaml:2:3: unknown key 'ports'; did you mean 'port'?"])
+        #expect(locatedMistakes("session:\n  acept: none\n") == ["r.yaml:2:3: unknown key 'acept'; did you mean 'accept'?"])
+        #expect(locatedMistakes("session:\n  colour: red\n") == [
             "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, "
                 + "timeout, running-status, playout",
         ])
@@ -427,64 +392,64 @@ private func write(_ yaml: String, to name: String, in directory: URL) throws ->
 
     @Test func unknownAcceptWord() {
         let form = "'accept' is anyone, none, listed or a list of peer names such as [\"Mike’s *\"]"
-        #expect(mistakes("session:\n  accept: anyon\n") == [
+        #expect(locatedMistakes("session:\n  accept: anyon\n") == [
             "r.yaml:2:11: unknown 'accept' value 'anyon'; did you mean 'anyone'? \(form) (a single name goes in a list)",
         ])
-        #expect(mistakes("session:\n  accept: Mike\n") == [
+        #expect(locatedMistakes("session:\n  accept: Mike\n") == [
             "r.yaml:2:11: unknown 'accept' value 'Mike'; \(form) (a single name goes in a list)",
         ])
-        #expect(mistakes("session:\n  accept: []\n") == [
+        #expect(locatedMistakes("session:\n  accept: []\n") == [
             "r.yaml:2:11: 'accept' lists no peer names; write 'none' to let no peer join",
         ])
     }
 
     @Test func peerCombinedWithFileOrLoop() {
-        #expect(mistakes("endpoints:\n  x: { peer: Mike, file: a.mid }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { peer: Mike, file: a.mid }\n") == [
             "r.yaml:2:20: 'peer' and 'file' together: an endpoint is one of 'peer' (a session peer), "
                 + "'file' (play a MIDI file) or 'record' (record to a MIDI file)",
         ])
-        #expect(mistakes("endpoints:\n  x: { record: a.mid, peer: Mike }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { record: a.mid, peer: Mike }\n") == [
             "r.yaml:2:23: 'record' and 'peer' together: an endpoint is one of 'peer' (a session peer), "
                 + "'file' (play a MIDI file) or 'record' (record to a MIDI file)",
         ])
-        #expect(mistakes("endpoints:\n  x: { peer: Mike, loop: true }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { peer: Mike, loop: true }\n") == [
             "r.yaml:2:20: 'loop' applies to 'file' endpoints only",
         ])
     }
 
     @Test func emptyPeer() {
-        #expect(mistakes("endpoints:\n  x: { peer: \"\" }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { peer: \"\" }\n") == [
             "r.yaml:2:14: 'peer' is empty; write the peer's session name or a glob such as \"Mike’s *\"",
         ])
     }
 
     @Test func missingPeerGlobPointsAtTheKey() {
-        #expect(mistakes("endpoints:\n  x: { peer: }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { peer: }\n") == [
             "r.yaml:2:8: 'peer' is empty; write the peer's session name or a glob such as \"Mike’s *\"",
         ])
-        #expect(mistakes("endpoints:\n  x: { peer: [a, b] }\n") == [
+        #expect(locatedMistakes("endpoints:\n  x: { peer: [a, b] }\n") == [
             "r.yaml:2:14: 'peer' is the peer's session name or a glob such as \"Mike’s *\", not a list",
         ])
     }
 
     @Test func badInvitations() {
-        #expect(mistakes("session:\n  invite: [{ port: 5004 }]\n") == [
+        #expect(locatedMistakes("session:\n  invite: [{ port: 5004 }]\n") == [
             "r.yaml:2:12: an invitation by address needs 'host:', such as { host: 10.0.0.2, port: 5004 }",
         ])
-        #expect(mistakes("session:\n  invite: [{ host: \"10.0.0.2:5004\" }]\n") == [
+        #expect(locatedMistakes("session:\n  invite: [{ host: \"10.0.0.2:5004\" }]\n") == [
             "r.yaml:2:20: '10.0.0.2:5004' is not a host; write the port apart: { host: 10.0.0.2, port: 5004 }",
         ])
-        #expect(mistakes("session:\n  invite: [{ host: a.b, port: 0 }]\n") == [
+        #expect(locatedMistakes("session:\n  invite: [{ host: a.b, port: 0 }]\n") == [
             "r.yaml:2:31: port 0 is out of range; the peer's port is 1-65534 (the data port is the next one)",
         ])
-        #expect(mistakes("session:\n  invite: [{ hosts: a.b }]\n") == [
+        #expect(locatedMistakes("session:\n  invite: [{ hosts: a.b }]\n") == [
             "r.yaml:2:12: an invitation by address needs 'host:', such as { host: 10.0.0.2, port: 5004 }",
             "r.yaml:2:14: unknown key 'hosts'; did you mean 'host'?",
         ])
-        #expect(mistakes("session:\n  invite: [{ host: a.b, address: c }]\n") == [
+        #expect(locatedMistakes("session:\n  invite: [{ host: a.b, address: c }]\n") == [
             "r.yaml:2:25: unknown key 'address' in an invitation; the keys are host, port",
         ])
-        #expect(mistakes("session:\n  invite: [\"\"]\n") == [
+        #expect(locatedMistakes("session:\n  invite: [\"\"]\n") == [
             "r.yaml:2:12: an empty invitation; an invitation is a Bonjour name such as \"Jam *\" "
                 + "or { host: 10.0.0.2, port: 5004 }",
         ])

@@ -1,0 +1,39 @@
+import Foundation
+import Routing
+
+// Helpers the route-file test suites share.
+
+/// The configuration `yaml` holds when parsed as `r.yaml`.
+func parse(_ yaml: String) throws -> RouteConfiguration {
+    try RouteConfiguration.parse(yaml: yaml, file: "r.yaml")
+}
+
+/// The mistakes `yaml` holds, as `file:line:column: message`, when parsed as `r.yaml`.
+func locatedMistakes(_ yaml: String) -> [String] {
+    do {
+        _ = try RouteConfiguration.parse(yaml: yaml, file: "r.yaml")
+        return []
+    } catch {
+        return error.errors.map(\.description)
+    }
+}
+
+/// A location in `r.yaml`.
+func at(_ line: Int, _ column: Int) -> Routing.SourceLocation {
+    Routing.SourceLocation(file: "r.yaml", line: line, column: column)
+}
+
+/// A fresh directory for one test's route files.
+func temporaryDirectory() throws -> URL {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("jambridge-routefile-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+/// Writes `yaml` to `name` in `directory` and returns its path.
+func write(_ yaml: String, to name: String, in directory: URL) throws -> String {
+    let url = directory.appendingPathComponent(name)
+    try yaml.write(to: url, atomically: true, encoding: .utf8)
+    return url.path
+}
