@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Routing", targets: ["Routing"]),
         .library(name: "RTPMIDI", targets: ["RTPMIDI"]),
         .library(name: "ALSA", targets: ["ALSA"]),
+        .library(name: "OSC", targets: ["OSC"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
     ],
     dependencies: [
@@ -27,13 +28,17 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // ALSA sequencer client: ports, connections, hot-plug announcements, events <-> MIDI.
         .target(name: "ALSA", dependencies: ["CALSA", "MIDI"]),
+        // liblo's message codec (Debian liblo-dev); jambridge owns its UDP sockets.
+        .systemLibrary(name: "CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
+        // OSC endpoints: packets <-> messages, UDP sockets, address-to-MIDI mapping both ways, motion -> activity.
+        .target(name: "OSC", dependencies: ["CLiblo", "MIDI", "Routing"]),
         // The avahi dns_sd compatibility library (Debian libavahi-compat-libdnssd-dev).
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RTPMIDI", "Bonjour", "ALSA",
+            "MIDI", "Routing", "RTPMIDI", "Bonjour", "ALSA", "OSC",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
@@ -48,6 +53,7 @@ let package = Package(
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
+        .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Routing", "MIDITestSupport"]),
         .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),

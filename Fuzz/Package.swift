@@ -24,6 +24,11 @@ let package = Package(
         .executableTarget(name: "FuzzRecoveryJournal", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
         ]),
+        .executableTarget(name: "FuzzOSCPacket", dependencies: ["FuzzSupport", .product(name: "OSC", package: "jambridge")]),
+        .executableTarget(name: "FuzzOSCMapping", dependencies: [
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
+            .product(name: "OSC", package: "jambridge"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

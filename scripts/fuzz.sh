@@ -18,6 +18,8 @@ declare -A corpus=(
     [FuzzSessionPacket]=session-packet
     [FuzzRTPMIDIPayload]=rtpmidi-payload
     [FuzzRecoveryJournal]=recovery-journal
+    [FuzzOSCPacket]=osc-packet
+    [FuzzOSCMapping]=osc-mapping
 )
 # Targets slower per input (two connected sessions each) run a fifth of the runs.
 declare -A divisor=([FuzzRecoveryJournal]=5)

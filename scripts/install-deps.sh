@@ -13,12 +13,14 @@ cd "$(dirname "$0")/.."
 #   python3-venv                  the virtual environment holding PyPI pymidi (another such peer)
 #   avahi-daemon avahi-utils dbus iproute2   Bonjour between network namespaces (scripts/avahi-lab.sh)
 #   libasound2-dev                the ALSA library jambridge links for its sequencer endpoints
+#   liblo-dev                     the OSC library jambridge links for its OSC endpoints
+#   liblo-tools                   oscsend and oscdump: OSC peers nobody here wrote, in the OSC tests
 #   alsa-utils                    aconnect, amidi, aseqdump: peers and checks in the ALSA tests
 #   qemu-system-x86               the VM with a real ALSA sequencer (scripts/alsa-vm.sh)
 #   linux-image-amd64             that VM's kernel and its snd-seq, snd-virmidi, snd-aloop modules
 #   busybox-static                that VM's init
-packages=(libavahi-compat-libdnssd-dev libasound2-dev)
-[ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils)
+packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev)
+[ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils liblo-tools)
 # The VM's packages, without their recommendations (qemu's GUI, apparmor, firmware).
 vm_packages=()
 [ "${1:-}" = run ] || vm_packages=(qemu-system-x86 linux-image-amd64 busybox-static)
@@ -51,12 +53,13 @@ if ((${#missing[@]} + ${#vm_missing[@]})); then
     [ -z "$policy" ] || $sudo rm -f "$policy"
 fi
 
-# PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote), pinned with its dependencies.
+# PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote) and python-osc 1.9.3 (OSC
+# controllers nobody here wrote), pinned with their dependencies.
 venv=.build-peers/venv
-if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi" 2>/dev/null; then
-    echo "install-deps: installing pymidi into $venv"
+if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc" 2>/dev/null; then
+    echo "install-deps: installing pymidi and python-osc into $venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0
+    "$venv/bin/pip" install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0 python-osc==1.9.3
 fi
 
 if ! command -v swift >/dev/null 2>&1; then
