@@ -56,7 +56,6 @@ public final class ALSASequencer: @unchecked Sendable {
     private var wakeReader: Int32 = -1
     private var isClosed = false
     private var event = snd_seq_event_t()
-    private var sysExBuffer: [UInt8] = []
 
     /// Opens the sequencer as client `name` and follows the System Announce port.
     public init(clientName name: String, calls: SequencerCalls = .libasound) throws(ALSAError) {
@@ -138,30 +137,24 @@ public final class ALSASequencer: @unchecked Sendable {
     }
 
     /// Sends `message` from our port `port` to its subscribers: at once, or through the
-    /// sequencer's queue if `time` lies ahead. A SysEx goes as chunks of at most 256 bytes.
+    /// sequencer's queue if `time` lies ahead. A SysEx is refused: it goes by `send(sysExChunk:from:)`.
     public func send(_ message: MIDIMessage, from port: Int32, at time: MonotonicInstant) throws(ALSAError) {
-        if case .sysEx(let data) = message {
-            try sendSysEx(data, from: port, at: time)
-            return
-        }
         jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
-        _ = SequencerEvent.encode(message, into: &event)
+        guard SequencerEvent.encode(message, into: &event) else {
+            throw ALSAError(operation: "send a SysEx whole (it goes in chunks, see PacedOutput)", code: -EINVAL)
+        }
         try output(at: time)
     }
 
-    private func sendSysEx(_ data: [UInt8], from port: Int32, at time: MonotonicInstant) throws(ALSAError) {
-        sysExBuffer.removeAll(keepingCapacity: true)
-        sysExBuffer.append(0xF0)
-        sysExBuffer.append(contentsOf: data)
-        sysExBuffer.append(0xF7)
-        let failure = sysExBuffer.withUnsafeMutableBytes { bytes -> ALSAError? in
-            for start in stride(from: 0, to: bytes.count, by: SequencerEvent.sysExChunk) {
-                let count = min(SequencerEvent.sysExChunk, bytes.count - start)
-                jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
-                event.type = SequencerEvent.Kind.sysEx
-                jambridge_alsa_event_variable(&event, UInt32(count), bytes.baseAddress! + start)
-                do throws(ALSAError) { try output(at: time) } catch { return error }
-            }
+    /// Sends `chunk`, a piece of a SysEx's bytes (F0 and F7 included where they fall), from our
+    /// port `port` now; `PacedOutput` cuts a SysEx into them at the pace its destination takes.
+    public func send(sysExChunk chunk: [UInt8], from port: Int32) throws(ALSAError) {
+        jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
+        event.type = SequencerEvent.Kind.sysEx
+        var chunk = chunk
+        let failure = chunk.withUnsafeMutableBytes { bytes -> ALSAError? in
+            jambridge_alsa_event_variable(&event, UInt32(bytes.count), bytes.baseAddress)
+            do throws(ALSAError) { try output(at: MonotonicInstant(nanoseconds: 0)) } catch { return error }
             return nil
         }
         if let failure { throw failure }

@@ -87,13 +87,25 @@ final class ALSAClient: @unchecked Sendable {
     /// The ports (of other clients) there are now, for `jambridge ports`.
     func ports() -> [SequencerPort] { sequencer.ports() }
 
-    func send(_ message: MIDIMessage, from port: Int32, at time: MonotonicInstant) {
+    /// The engine's queue, once started: where the endpoints' paced output resumes.
+    var queue: DispatchQueue? { sink?.queue }
+
+    /// Sends `piece` of a port's paced output; a failure is counted and logged (rate-limited).
+    func send(_ piece: PacedOutput.Piece, from port: Int32) {
         do {
-            try sequencer.send(message, from: port, at: time)
+            switch piece {
+            case .message(let message, let time): try sequencer.send(message, from: port, at: time)
+            case .sysExChunk(let chunk): try sequencer.send(sysExChunk: chunk, from: port)
+            }
         } catch {
             failures += 1
             if failures <= 20 || failures % 1000 == 0 { logger.warning("\(error) (\(failures) failures so far)") }
         }
+    }
+
+    /// Logs the SysEx bytes a port going away had not sent yet.
+    func dropped(sysExBytes: Int, endpoint: String) {
+        logger.warning("\(endpoint): \(sysExBytes) SysEx bytes not sent: the endpoint went away before its output could take them")
     }
 
     /// Closes the sequencer (our ports and connections go with it), on the engine's queue
@@ -170,12 +182,16 @@ extension String {
     }
 }
 
-/// An `alsa:` endpoint as the engine's sink: what routes send to it leaves its port.
+/// An `alsa:` endpoint as the engine's sink: what routes send to it leaves its port, SysEx
+/// paced to what a MIDI wire carries (`PacedOutput`), resumed by a timer on the engine's queue.
 final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
     let port: Int32
     let endpointName: String
     let pattern: (client: NameGlob, port: ALSAPortPattern)?
     private let client: ALSAClient
+    // Touched only on the engine's queue.
+    private var output = PacedOutput(now: MonotonicClock.now())
+    private var resume: DispatchSourceTimer?
 
     init(client: ALSAClient, port: Int32, endpointName: String, pattern: (client: NameGlob, port: ALSAPortPattern)?) {
         self.client = client
@@ -185,8 +201,35 @@ final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
     }
 
     func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
-        client.send(message, from: port, at: time)
+        if output.admit(message, at: time) {
+            client.send(.message(message, time), from: port)
+        } else {
+            drain()
+        }
     }
 
-    func stop() { client.unregister(self) }
+    /// Sends what the pacing lets leave now, and comes back when more may.
+    private func drain() {
+        let now = MonotonicClock.now()
+        while let piece = output.next(now: now) { client.send(piece, from: port) }
+        guard resume == nil, let wait = output.wait(now: now), let queue = client.queue else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)))
+        timer.setEventHandler { [weak self] in
+            self?.resume = nil
+            self?.drain()
+        }
+        resume = timer
+        timer.resume()
+    }
+
+    /// Sends what waited (messages, and an F7 ending a SysEx already begun), then removes the port.
+    func stop() {
+        resume?.cancel()
+        resume = nil
+        let (pieces, dropped) = output.flush()
+        for piece in pieces { client.send(piece, from: port) }
+        if dropped > 0 { client.dropped(sysExBytes: dropped, endpoint: endpointName) }
+        client.unregister(self)
+    }
 }

@@ -90,9 +90,10 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
         self.engine = engine
         logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
+        // ALSA first: its sinks pace their output on the engine's queue, which they learn here.
+        alsa?.start(sink: engine)
         startSources(added, engine: engine)
         startSession(configuration, engine: engine)
-        alsa?.start(sink: engine)
     }
 
     /// Opens the ALSA sequencer client the first time a route file has an `alsa:` endpoint
@@ -197,6 +198,9 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
         case .alsaPorts, .alsaCreated:
             return Running(kind: declaration.kind, sink: alsa?.makePort(for: declaration))
+        case .osc:
+            logger.warning("\(declaration.location): \(declaration.name): OSC endpoints are not opened yet; this endpoint stays silent")
+            return Running(kind: declaration.kind)
         case .session, .peer:
             guard let network else { return Running(kind: declaration.kind) }
             let glob: NameGlob? = if case .peer(let pattern) = declaration.kind { NameGlob(pattern) } else { nil }

@@ -104,6 +104,41 @@ private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridge
         #expect(daemon.finish().status == 0)
     }
 
+    @Test func aSixtyFourKiBSysExPassesByteExact() throws {
+        let (daemon, dir) = try startJamBridge("""
+            endpoints:
+              keys: { alsa: "Virtual Raw MIDI 0-0" }
+              synth: { alsa: "Virtual Raw MIDI 0-1" }
+            routes:
+              - { from: keys, to: synth }
+            """, seconds: 120)
+        try waitForConnections(4)
+        let received = dir.appendingPathComponent("received.syx")
+        let reader = try startReading(device: 1, idleSeconds: 10, into: received)
+        // A keyboard's cable: 512 bytes every 10 ms into the device, as a USB interface would deliver them.
+        let data: [UInt8] = (0..<65_536).map { (index: Int) -> UInt8 in UInt8((index * 37 + index / 256) % 128) }
+        let framed: [UInt8] = [0xF0] + data + [0xF7]
+        let sent = dir.appendingPathComponent("sent.syx")
+        try Data(framed).write(to: sent)
+        let player = try run("/usr/bin/python3", ["-c", """
+            import sys, time
+            data = open(sys.argv[1], 'rb').read()
+            with open('/dev/snd/midiC0D0', 'wb', buffering=0) as device:
+                for start in range(0, len(data), 512):
+                    device.write(data[start:start + 512])
+                    time.sleep(0.01)
+            """, sent.path])
+        #expect(player.status == 0, "\(player.out)")
+        // jambridge sends it on at the MIDI wire's pace (about 21 s), then the reader waits for 10 s of silence.
+        #expect(reader.finish().status == 0)
+        let got = try [UInt8](Data(contentsOf: received))
+        let firstDifference = zip(got, framed).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        #expect(got.count == framed.count && firstDifference == nil,
+                "\(got.count) of \(framed.count) bytes arrived, the first difference at \(firstDifference ?? -1)")
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
+    }
+
     @Test func aPortJambridgeCreatesCanBeConnectedWithAconnect() throws {
         let (daemon, _) = try startJamBridge("""
             endpoints:

@@ -26,8 +26,14 @@ func calls(open: Int32? = nil, createPort: Int32? = nil, connect: Int32? = nil, 
     }
 }
 
-/// Failure paths after a real open, on a real sequencer (run by scripts/alsa-tests.sh).
-@Suite struct FailureALSAIntegrationTests {
+/// What a receiving client saw, touched only on its queue.
+private final class Arrivals: @unchecked Sendable {
+    var notes: [(note: UInt8, at: MonotonicInstant)] = []
+}
+
+/// The sequencer on a real kernel (run by scripts/alsa-tests.sh): failure paths after a real
+/// open, and timed output through the queue.
+@Suite struct SequencerALSAIntegrationTests {
     @Test func aPortThatCannotBeCreatedIsAClearError() throws {
         let sequencer = try ALSASequencer(clientName: "test", calls: calls(createPort: -ENOMEM))
         #expect(throws: ALSAError(operation: "create the ALSA port 'out'", code: -ENOMEM)) { try sequencer.createPort(name: "out") }
@@ -49,6 +55,9 @@ func calls(open: Int32? = nil, createPort: Int32? = nil, connect: Int32? = nil, 
         let full = try ALSASequencer(clientName: "test", calls: calls(output: -EAGAIN))
         let fullPort = try full.createPort(name: "out")
         #expect(throws: ALSAError(operation: "send to the ALSA sequencer (its pool stayed full)", code: -EAGAIN)) {
+            try full.send(sysExChunk: [0xF0, 1, 2, 3, 0xF7], from: fullPort)
+        }
+        #expect(throws: ALSAError(operation: "send a SysEx whole (it goes in chunks, see PacedOutput)", code: -EINVAL)) {
             try full.send(.sysEx(data: [1, 2, 3]), from: fullPort, at: MonotonicClock.now())
         }
     }
@@ -59,5 +68,33 @@ func calls(open: Int32? = nil, createPort: Int32? = nil, connect: Int32? = nil, 
         try sequencer.connect(from: port, to: SequencerAddress(client: 14, port: 0))
         try sequencer.send(.noteOn(channel: .max, note: .max, velocity: .max), from: port, at: MonotonicClock.now())
         #expect(sequencer.ports().contains { $0.clientName == "Midi Through" && $0.isSource && $0.isDestination })
+    }
+
+    @Test func eventsStampedAheadArriveInTheirTimeOrderNotBeforeTheirTime() throws {
+        let sender = try ALSASequencer(clientName: "jambridge timed sender")
+        let receiver = try ALSASequencer(clientName: "jambridge timed receiver")
+        let out = try sender.createPort(name: "out")
+        let into = try receiver.createPort(name: "in")
+        try sender.connect(from: out, to: SequencerAddress(client: receiver.clientID, port: into))
+        let queue = DispatchQueue(label: "receiver")
+        let arrivals = Arrivals()
+        receiver.start(queue: queue) { input in
+            if case .midi(.noteOn(_, let note, _), _, _) = input { arrivals.notes.append((note.value, MonotonicClock.now())) }
+        }
+        func note(_ number: UInt8) -> MIDIMessage { .noteOn(channel: .max, note: UInt7(masking: number), velocity: .max) }
+        // Stamped 100-500 ms ahead and sent latest first; then one live note, sent last.
+        let now = MonotonicClock.now()
+        let due = (0..<5).map { now.advanced(byNanoseconds: UInt64($0 + 1) * 100_000_000) }
+        for index in (0..<5).reversed() { try sender.send(note(60 + UInt8(index)), from: out, at: due[index]) }
+        try sender.send(note(50), from: out, at: MonotonicClock.now())
+        let deadline = Date().addingTimeInterval(10)
+        while queue.sync(execute: { arrivals.notes.count }) < 6, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let got = queue.sync { arrivals.notes }
+        #expect(got.map(\.note) == [50, 60, 61, 62, 63, 64])
+        for (arrival, time) in zip(got.dropFirst(), due) {
+            #expect(arrival.at >= time, "note \(arrival.note) came \(time.nanoseconds - arrival.at.nanoseconds) ns early")
+        }
+        receiver.close()
+        sender.close()
     }
 }
