@@ -44,6 +44,8 @@ struct PendingRoute {
     var to: [EndpointReference]
     /// The stages in their fixed order.
     var stages: [any RouteStage]
+    /// The route's `osc:` block, if it has one.
+    var osc: OSCRouteMapping?
     /// Where the route's mapping starts.
     var location: SourceLocation
     /// False if anything in the route was reported as a mistake.
@@ -60,12 +62,16 @@ struct RouteFileDocument {
     private(set) var endpoints: [EndpointDeclaration] = []
     /// The routes declared in this file, in order.
     private(set) var routes: [PendingRoute] = []
+    /// The names of this file's endpoints whose declaration holds a mistake (reported), so left out.
+    private(set) var rejectedEndpointNames: [String] = []
     /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
     var session: SessionDeclaration?
     /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
     var alsa: ALSADeclaration?
     /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
     var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
+    /// Where this file's `osc:` endpoints listen.
+    var oscListeners: [OSCListener] = []
     /// The directory relative paths in the file are resolved against.
     private let directory: URL
 
@@ -244,6 +250,8 @@ struct RouteFileDocument {
             }
             if let kind = readEndpointKind(name: name, nameNode: nameNode, value) {
                 endpoints.append(EndpointDeclaration(name: name, kind: kind, location: location(nameNode)))
+            } else {
+                rejectedEndpointNames.append(name)
             }
         }
     }
@@ -258,7 +266,8 @@ struct RouteFileDocument {
         var filePath: String??
         var recordPath: String??
         var peerGlob: String??
-        var alsaKind: EndpointKind??
+        // What an `alsa:` or `osc:` value makes, nil inside if it had a mistake.
+        var adapterKind: EndpointKind??
         var kindKey: String?
         var loop: Bool? = false
         var loopKey: Node?
@@ -266,15 +275,20 @@ struct RouteFileDocument {
         for (keyNode, value) in mapping {
             guard let key = scalarKey(keyNode) else { valid = false; continue }
             switch key {
-            case "file", "record", "peer", "alsa":
+            case "file", "record", "peer", "alsa", "osc":
                 switch key {
                 case "file": filePath = readPath(value, key: keyNode)
                 case "record": recordPath = readPath(value, key: keyNode)
                 case "peer": peerGlob = readPeerGlob(value, key: keyNode)
-                default: alsaKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
+                case "osc": adapterKind = readOSCEndpoint(value, key: keyNode, endpoint: name)
+                default: adapterKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
                 }
                 if let earlier = kindKey {
-                    if [earlier, key].contains("alsa") {
+                    if [earlier, key].contains("osc") {
+                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
+                             + "ports), 'osc' (OSC controllers), 'peer' (a session peer), 'file' (play a MIDI file) "
+                             + "or 'record' (record to a MIDI file)")
+                    } else if [earlier, key].contains("alsa") {
                         fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
                              + "ports), 'peer' (a session peer), 'file' (play a MIDI file) or 'record' (record to "
                              + "a MIDI file)")
@@ -291,9 +305,6 @@ struct RouteFileDocument {
             case "loop":
                 loopKey = keyNode
                 loop = readBool(value, key: "loop")
-            case _ where RouteFileVocabulary.reservedEndpointKeys.contains(key):
-                fail(keyNode, "'\(key)' endpoints are not supported by this version yet; use \(usage)")
-                valid = false
             default:
                 failUnknownKey(keyNode, key, known: RouteFileVocabulary.endpointKeys, in: "an endpoint")
                 valid = false
@@ -304,7 +315,7 @@ struct RouteFileDocument {
             valid = false
         }
         guard valid, let loop else { return nil }
-        switch (filePath, recordPath, peerGlob, alsaKind) {
+        switch (filePath, recordPath, peerGlob, adapterKind) {
         case (.some(.some(let path)), nil, nil, nil):
             return .midiFile(path: path, loop: loop)
         case (nil, .some(.some(let path)), nil, nil):
@@ -358,8 +369,6 @@ struct RouteFileDocument {
             guard let key = scalarKey(keyNode) else { continue }
             if RouteFileVocabulary.routeKeys.contains(key) {
                 values[key] = (keyNode, value)
-            } else if RouteFileVocabulary.reservedRouteKeys.contains(key) {
-                fail(keyNode, "'\(key)' in a route is not supported by this version yet")
             } else {
                 failUnknownKey(keyNode, key, known: RouteFileVocabulary.routeKeys, in: "a route")
             }
@@ -410,7 +419,9 @@ struct RouteFileDocument {
         if let channel = values["channel"], let mapping = readChannelRemap(channel.value) {
             stages.append(ChannelRemap(mapping: mapping))
         }
-        routes.append(PendingRoute(from: from, to: to, stages: stages, location: location(node),
+        // Not a stage: how the OSC endpoint at either end of the route translates.
+        let osc = values["osc"].flatMap { readOSCMapping($0.value, key: $0.key) }
+        routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, location: location(node),
                                    isValid: errors.count == errorsBefore))
     }
 

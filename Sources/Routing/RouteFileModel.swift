@@ -15,11 +15,14 @@ public enum EndpointKind: Hashable, Sendable {
     case alsaPorts(client: String, port: ALSAPortPattern)
     /// An ALSA sequencer port jambridge creates on its own client (`alsa: { create: NAME }`); sends and receives.
     case alsaCreated(name: String)
+    /// OSC controllers sending to a UDP port (`osc: { listen: PORT, ... }`); sends what they send, receives
+    /// MIDI as feedback for them.
+    case osc(OSCEndpointSettings)
 
     /// True if the endpoint can be a route's `from`.
     public var canSend: Bool {
         switch self {
-        case .midiFile, .session, .peer, .alsaPorts, .alsaCreated: true
+        case .midiFile, .session, .peer, .alsaPorts, .alsaCreated, .osc: true
         case .recorder: false
         }
     }
@@ -28,7 +31,7 @@ public enum EndpointKind: Hashable, Sendable {
     public var canReceive: Bool {
         switch self {
         case .midiFile: false
-        case .recorder, .session, .peer, .alsaPorts, .alsaCreated: true
+        case .recorder, .session, .peer, .alsaPorts, .alsaCreated, .osc: true
         }
     }
 }
@@ -64,14 +67,19 @@ public struct RouteDeclaration: Sendable {
     public var to: [String]
     /// The stages, in the fixed order jambridge-routes(5) documents.
     public var stages: [any RouteStage]
+    /// How the OSC endpoints at the route's ends translate: the `osc:` block, the MIDI-over-OSC family alone when
+    /// the route has an OSC endpoint but no block; nil when it has no OSC endpoint.
+    public var osc: OSCRouteMapping?
     /// Where the route's list entry starts.
     public var location: SourceLocation
 
-    /// A route from `from` to `to` through `stages`, declared at `location`.
-    public init(from: [String], to: [String], stages: [any RouteStage], location: SourceLocation) {
+    /// A route from `from` to `to` through `stages`, translating OSC by `osc`, declared at `location`.
+    public init(from: [String], to: [String], stages: [any RouteStage], osc: OSCRouteMapping? = nil,
+                location: SourceLocation) {
         self.from = from
         self.to = to
         self.stages = stages
+        self.osc = osc
         self.location = location
     }
 }
@@ -178,7 +186,7 @@ public struct RouteConfiguration: Sendable {
                         used(at: endpoint.location, inFile: fileIndex)
                     case .alsaPorts, .alsaCreated:
                         if firstALSAUse == nil { firstALSAUse = endpoint.location }
-                    case .midiFile, .recorder, .session:
+                    case .midiFile, .recorder, .session, .osc:
                         break
                     }
                 }
@@ -196,7 +204,12 @@ public struct RouteConfiguration: Sendable {
                 }
             }
         }
+        for (fileIndex, error) in OSCListener.conflicts(in: documents.map(\.oscListeners)) {
+            errorsByFile[fileIndex].append(error)
+        }
         let declaredNames = endpoints.map(\.name)
+        // A route naming an endpoint whose declaration was reported is left out without a second message.
+        let rejectedNames = Set(documents.flatMap(\.rejectedEndpointNames))
         var routes: [RouteDeclaration] = []
         for (fileIndex, document) in documents.enumerated() {
             for route in document.routes {
@@ -210,15 +223,23 @@ public struct RouteConfiguration: Sendable {
                                                                  location: reference.location))
                         }
                     }
+                    if endpointIndex[reference.name] == nil, rejectedNames.contains(reference.name) {
+                        valid = false
+                        continue
+                    }
                     if let problem = reference.problem(endpoints: endpoints, index: endpointIndex,
                                                        declaredNames: declaredNames) {
                         errorsByFile[fileIndex].append(RouteFileError(location: reference.location, message: problem))
                         valid = false
                     }
                 }
-                if valid {
+                guard valid else { continue }
+                do {
+                    let osc = try route.resolvedOSCMapping { name in endpointIndex[name].map { endpoints[$0].kind } }
                     routes.append(RouteDeclaration(from: route.from.map(\.name), to: route.to.map(\.name),
-                                                   stages: route.stages, location: route.location))
+                                                   stages: route.stages, osc: osc, location: route.location))
+                } catch {
+                    errorsByFile[fileIndex].append(error)
                 }
             }
         }

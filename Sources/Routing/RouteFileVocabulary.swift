@@ -7,14 +7,10 @@ enum RouteFileVocabulary {
     /// Top-level keys reserved for features a later version adds.
     static let reservedTopLevelKeys = ["activity", "clock", "drums"]
     /// Keys of an endpoint's mapping.
-    static let endpointKeys = ["file", "loop", "record", "peer", "alsa"]
-    /// Endpoint types reserved for adapters a later version adds.
-    static let reservedEndpointKeys = ["osc"]
-    /// Keys of a route, in the order their stages run (after `from` and `to`).
+    static let endpointKeys = ["file", "loop", "record", "peer", "alsa", "osc"]
+    /// Keys of a route: `from` and `to`, the stages in the order they run, then `osc`, which is not a stage.
     static let routeKeys = ["from", "to", "only", "except", "channels", "notes", "convert", "cc", "cc-range",
-                            "transpose", "velocity", "channel"]
-    /// Route keys reserved for features a later version adds.
-    static let reservedRouteKeys = ["osc"]
+                            "transpose", "velocity", "channel", "osc"]
     /// Keys of a `convert:` entry.
     static let convertKeys = ["from", "to"]
     /// Keys of a `cc-range:` entry.
@@ -36,6 +32,17 @@ enum RouteFileVocabulary {
     static let alsaEndpointKeys = ["create"]
     /// Keys of an `invite:` entry written as a mapping.
     static let invitationKeys = ["host", "port"]
+    /// Keys of an `osc:` endpoint.
+    static let oscEndpointKeys = ["listen", "reply", "host", "send", "forget"]
+    /// Keys of an OSC control in a route's `osc:` block.
+    static let oscControlKeys = ["cc", "note", "velocity", "pitchbend", "program", "pressure", "channel", "arg",
+                                 "args", "from", "to", "curve", "smooth"]
+    /// The keys of an OSC control that say what it becomes; a control has exactly one.
+    static let oscControlTargets = ["cc", "note", "pitchbend", "program", "pressure"]
+    /// Keys of an `activity: motion` entry in a route's `osc:` block.
+    static let motionKeys = ["activity", "axes", "units", "high-pass", "attack", "release", "range", "cc", "channel"]
+    /// The accelerometer units `units:` takes, with how many of them make one g (standard gravity).
+    static let motionUnits: [(name: String, unitsPerG: Double)] = [("g", 1), ("m/s2", 9.80665)]
 
     /// Message kinds by the names `only:` and `except:` use, in the order messages list them.
     static let messageKinds: [(name: String, kinds: MIDIMessageKinds)] = [
