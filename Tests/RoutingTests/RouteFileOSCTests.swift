@@ -1,0 +1,550 @@
+import Foundation
+import Routing
+import Testing
+
+/// The settings of the only endpoint of `endpoints:\n  phone: { osc: VALUE }`, VALUE written as `value`.
+private func oscSettings(_ value: String) throws -> OSCEndpointSettings? {
+    guard case .osc(let settings)? = try parse("endpoints:\n  phone: { osc: \(value) }\n").endpoints.first?.kind else {
+        return nil
+    }
+    return settings
+}
+
+/// A route file whose one route, from the OSC endpoint `phone` to the session, has the `osc:` block `lines`
+/// (written from line 7, column 7; the `osc` key is at 6:5).
+private func oscRoute(_ lines: [String]) -> String {
+    """
+    endpoints:
+      phone: { osc: { listen: 8000 } }
+    routes:
+      - from: phone
+        to: session
+        osc:
+
+    """ + lines.map { "      \($0)\n" }.joined()
+}
+
+/// `oscRoute` with the block's lines as arguments.
+private func oscRoute(_ lines: String...) -> String {
+    oscRoute(lines)
+}
+
+/// The entries of the one route of `oscRoute(lines)`.
+private func entries(_ lines: String...) throws -> [OSCMappingEntry] {
+    try parse(oscRoute(lines)).routes.first?.osc?.entries ?? []
+}
+
+/// The control the one entry `line` of an `osc:` block maps to.
+private func control(_ line: String) throws -> OSCControlMapping? {
+    guard case .control(let control)? = try entries(line).first?.action else { return nil }
+    return control
+}
+
+/// The motion mapping the one entry `line` of an `osc:` block maps to.
+private func motion(_ line: String) throws -> MotionActivityMapping? {
+    guard case .motion(let motion)? = try entries(line).first?.action else { return nil }
+    return motion
+}
+
+@Suite struct RouteFileOSCTests {
+    // MARK: - Endpoints
+
+    @Test func everyEndpointKey() throws {
+        let settings = try oscSettings("""
+            { listen: 8000, reply: 9000, host: 127.0.0.1, send: ["127.0.0.1:57120", "studio.local:9001", "[::1]:9000"], \
+            forget: 4 }
+            """)
+        #expect(settings == OSCEndpointSettings(
+            listenHost: "127.0.0.1", listenPort: 8000, replyPort: 9000,
+            targets: [OSCTarget(host: "127.0.0.1", port: 57120), OSCTarget(host: "studio.local", port: 9001),
+                      OSCTarget(host: "::1", port: 9000)],
+            forgetAfter: 4))
+    }
+
+    @Test func endpointDefaults() throws {
+        let configuration = try parse("endpoints:\n  phone: { osc: { listen: 8000 } }\n")
+        #expect(configuration.endpoints.first?.kind == .osc(OSCEndpointSettings(listenPort: 8000)))
+        #expect(OSCEndpointSettings(listenPort: 8000).listenHost == "0.0.0.0")
+        #expect(OSCEndpointSettings(listenPort: 8000).forgetAfter == OSCEndpointSettings.defaultForgetAfter)
+        #expect(configuration.endpoints.allSatisfy { $0.canSend && $0.canReceive })
+        #expect(configuration.session == nil && configuration.alsa == nil)
+    }
+
+    @Test func endpointValueForms() throws {
+        #expect(try oscSettings("{ listen: 65535, host: \"::1\" }")?.listenHost == "::1")
+        #expect(try oscSettings("{ listen: 1, send: \"10.0.0.2:9000\" }")?.targets == [OSCTarget(host: "10.0.0.2", port: 9000)])
+        #expect(try oscSettings("{ listen: 8000, forget: 1.5s }")?.forgetAfter == 1.5)
+        #expect(try oscSettings("{ listen: 8000, forget: 250ms }")?.forgetAfter == 0.25)
+        #expect(try oscSettings("{ listen: 8000, forget: \"2 s\" }")?.forgetAfter == 2)
+        #expect(try parse("endpoints:\n  phone:\n    osc:\n      listen: 8000\n      reply: 9000\n").endpoints.first?.kind
+            == .osc(OSCEndpointSettings(listenPort: 8000, replyPort: 9000)))
+    }
+
+    @Test func endpointNeedsListen() {
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { reply: 9000 } }\n") == [
+            "r.yaml:2:17: an 'osc' endpoint needs 'listen: PORT', the UDP port controllers send to, such as "
+                + "{ listen: 8000, reply: 9000 }",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: 8000 }\n") == [
+            "r.yaml:2:17: 'osc' is a mapping with the port controllers send to, such as { listen: 8000, reply: 9000 }, "
+                + "not '8000'",
+        ])
+    }
+
+    @Test func misspeltListenIsReportedOnce() {
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { lisen: 8000 } }\n") == [
+            "r.yaml:2:19: unknown key 'lisen'; did you mean 'listen'?",
+        ])
+    }
+
+    @Test func portsOutOfRange() {
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 0, reply: 65536 } }\n") == [
+            "r.yaml:2:27: 0 is out of range; 'listen' is a UDP port, 1-65535",
+            "r.yaml:2:37: 65536 is out of range; 'reply' is a UDP port, 1-65535",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: eight } }\n") == [
+            "r.yaml:2:27: 'eight' is not a number; 'listen' is a UDP port, 1-65535",
+        ])
+    }
+
+    @Test func listenHostIsNumeric() {
+        let form = "the numeric address to listen on, such as 127.0.0.1 or ::1; leave 'host' out to listen on "
+            + "every IPv4 interface (0.0.0.0)"
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, host: studio.local } }\n") == [
+            "r.yaml:2:39: 'studio.local' is not a numeric address; 'host' is \(form)",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, host: } }\n") == [
+            "r.yaml:2:33: 'host' is empty; write \(form)",
+        ])
+    }
+
+    @Test func sendTargetMistakes() {
+        let form = "a target is \"HOST:PORT\" such as \"127.0.0.1:57120\" or \"studio.local:9001\", "
+            + "with an IPv6 address in brackets: \"[::1]:9000\""
+        let yaml = """
+            endpoints:
+              phone:
+                osc:
+                  listen: 8000
+                  send:
+                    - studio.local
+                    - "::1"
+                    - "fd00::1:9000"
+                    - "studio:local:9000"
+                    - "[10.0.0.1]:9000"
+                    - "studio_.-:9000"
+                    - "studio.local:0"
+                    - [a]
+            """
+        #expect(locatedMistakes(yaml) == [
+            "r.yaml:6:11: 'studio.local' is not HOST:PORT; \(form)",
+            "r.yaml:7:11: '::1' is an IPv6 address without a port; \(form)",
+            "r.yaml:8:11: 'fd00::1:9000' is ambiguous; write the IPv6 address in brackets, such as \"[fd00::1]:9000\"",
+            "r.yaml:9:11: 'studio:local' is not a numeric address or a host name; \(form)",
+            "r.yaml:10:11: '10.0.0.1' in brackets is not an IPv6 address; \(form)",
+            "r.yaml:11:11: 'studio_.-' is not a numeric address or a host name; \(form)",
+            "r.yaml:12:11: '0' is not a port 1-65535; \(form)",
+            "r.yaml:13:11: \(form), not a list",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, send: } }\n") == [
+            "r.yaml:2:33: 'send' is empty; write \"HOST:PORT\" or a list such as [\"127.0.0.1:57120\", \"[::1]:9000\"], "
+                + "or leave 'send' out",
+        ])
+    }
+
+    @Test func forgetIsADurationAboveZero() {
+        let form = "'forget' is seconds such as 0.08, or a text such as \"80ms\" or \"1.5s\""
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: 0 } }\n") == [
+            "r.yaml:2:41: '0' is not a duration above 0; \(form)",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: soon } }\n") == [
+            "r.yaml:2:41: 'soon' is not a duration above 0; \(form)",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: -1s } }\n") == [
+            "r.yaml:2:41: '-1s' is not a duration above 0; \(form)",
+        ])
+    }
+
+    @Test func oscCombinedWithAnotherKind() {
+        #expect(locatedMistakes("endpoints:\n  x: { alsa: USB*, osc: { listen: 8000 } }\n") == [
+            "r.yaml:2:20: 'alsa' and 'osc' together: an endpoint is one of 'alsa' (ALSA ports), 'osc' (OSC "
+                + "controllers), 'peer' (a session peer), 'file' (play a MIDI file) or 'record' (record to a MIDI file)",
+        ])
+    }
+
+    @Test func twoEndpointsCannotListenOnOnePort() throws {
+        #expect(locatedMistakes("""
+            endpoints:
+              phone: { osc: { listen: 8000 } }
+              tablet: { osc: { listen: 8000, host: 127.0.0.1 } }
+              pad: { osc: { listen: 8000, host: "::1" } }
+              pd: { osc: { listen: 8001, host: 127.0.0.1 } }
+            """) == [
+            "r.yaml:3:28: endpoint 'tablet' cannot listen on 127.0.0.1:8000: endpoint 'phone' at r.yaml:2:27 "
+                + "listens on 0.0.0.0:8000; give each OSC endpoint its own 'listen' port",
+        ])
+        let directory = try temporaryDirectory()
+        let first = try write("endpoints:\n  phone: { osc: { listen: 8000, host: \"::1\" } }\n", to: "a.yaml", in: directory)
+        let second = try write("endpoints:\n  pad: { osc: { listen: 8000, host: \"::\" } }\n", to: "b.yaml", in: directory)
+        #expect(throws: RouteFileErrors.self) { try RouteConfiguration.load(files: [first, second]) }
+        do {
+            _ = try RouteConfiguration.load(files: [first, second])
+        } catch {
+            #expect(error.errors.map(\.description) == [
+                "\(second):2:25: endpoint 'pad' cannot listen on [::]:8000: endpoint 'phone' at \(first):2:27 "
+                    + "listens on [::1]:8000; give each OSC endpoint its own 'listen' port",
+            ])
+        }
+    }
+
+    // MARK: - The osc block's forms
+
+    @Test func aRouteWithoutABlockSpeaksMIDIOverOSC() throws {
+        let configuration = try parse("""
+            endpoints:
+              phone: { osc: { listen: 8000 } }
+              keys: { alsa: "USB*" }
+            routes:
+              - from: phone
+                to: session
+              - from: session
+                to: phone
+              - from: keys
+                to: session
+            """)
+        #expect(configuration.routes.map(\.osc) == [
+            OSCRouteMapping(entries: [], midi: true, location: at(5, 5)),
+            OSCRouteMapping(entries: [], midi: true, location: at(7, 5)),
+            nil,
+        ])
+    }
+
+    @Test func midiShorthandAndFlag() throws {
+        let shorthand = try parse(oscRoute().replacingOccurrences(of: "osc:\n", with: "osc: midi\n"))
+        #expect(shorthand.routes.first?.osc == OSCRouteMapping(entries: [], midi: true, location: at(6, 5)))
+        let flagged = try parse(oscRoute("midi: true", "/volume: { cc: 7 }")).routes.first?.osc
+        #expect(flagged?.midi == true && flagged?.entries.count == 1)
+        let entriesAlone = try parse(oscRoute("/volume: { cc: 7 }")).routes.first?.osc
+        #expect(entriesAlone?.midi == false)
+        let neither = try parse(oscRoute("midi: false")).routes.first?.osc
+        #expect(neither == OSCRouteMapping(entries: [], midi: false, location: at(6, 5)))
+    }
+
+    @Test func templates() throws {
+        let found = try entries("/1/fader<n>: { cc: n }", "/1/push<n:1-16>/z: { note: n }", "/accxyz: { activity: motion }")
+        #expect(found.map(\.template.pieces) == [
+            [.literal("/1/fader"), .capture(name: "n", range: nil)],
+            [.literal("/1/push"), .capture(name: "n", range: 1...16), .literal("/z")],
+            [.literal("/accxyz")],
+        ])
+        #expect(found.map(\.template.description) == ["/1/fader<n>", "/1/push<n:1-16>/z", "/accxyz"])
+        #expect(found.map(\.location) == [at(7, 7), at(8, 7), at(9, 7)])
+        let two = try entries("/pad<row:0-3>/<col:0-3>: { note: \"row + 36\", channel: \"col + 1\" }")
+        #expect(two.first?.template.captureNames == ["row", "col"])
+    }
+
+    @Test func controlDefaults() throws {
+        let volume = try control("/volume: { cc: 7 }")
+        #expect(volume == OSCControlMapping(target: .controllers([.constant(7)]), output: (0, 127)))
+        #expect(volume?.channel == .constant(1) && volume?.arguments == [0] && volume?.input == 0...1)
+        #expect(volume?.exponent == 1 && volume?.smoothing == 0)
+        #expect(try control("/pitch: { pitchbend: true }")
+            == OSCControlMapping(target: .pitchBend, output: (-8192, 8191)))
+        #expect(try control("/program: { program: yes }") == OSCControlMapping(target: .program, output: (0, 127)))
+        #expect(try control("/touch: { pressure: true }")
+            == OSCControlMapping(target: .channelPressure, output: (0, 127)))
+        #expect(try control("/kick: { note: 36 }")
+            == OSCControlMapping(target: .note(.constant(36), velocity: OSCControlTarget.defaultNoteVelocity),
+                                 output: (0, 127)))
+    }
+
+    @Test func everyControlKey() throws {
+        #expect(try control("""
+            /1/fader<n:1-8>: { cc: "n + 20", channel: 2, arg: 1, from: [-1, 1.5], to: [127, 0], curve: 2, smooth: 80ms }
+            """) == OSCControlMapping(target: .controllers([OSCNumber(capture: "n", offset: 20)]), channel: .constant(2),
+                                      arguments: [1], input: -1...1.5, output: (127, 0), exponent: 2, smoothing: 0.08))
+        #expect(try control("/1/xy: { cc: [12, 13] }")
+            == OSCControlMapping(target: .controllers([.constant(12), .constant(13)]), arguments: [0, 1], output: (0, 127)))
+        #expect(try control("/1/xy: { cc: [12, 13], args: [1, 0] }")?.arguments == [1, 0])
+        #expect(try control("/1/push<n>: { note: \"n + 35\", velocity: 90, channel: 10 }")
+            == OSCControlMapping(target: .note(OSCNumber(capture: "n", offset: 35), velocity: 90), channel: .constant(10),
+                                 output: (0, 127)))
+        #expect(try control("/kick: { note: C2 }")?.target == .note(.constant(36), velocity: 100))
+        #expect(try control("/ch<c:1-16>/vol: { cc: 7, channel: c }")?.channel == OSCNumber(capture: "c", offset: 0))
+        #expect(try control("/ch<c:0-15>/vol: { cc: 7, channel: c+1 }")?.channel == OSCNumber(capture: "c", offset: 1))
+        #expect(try control("/k<n:2-9>: { cc: n - 2 }")?.target == .controllers([OSCNumber(capture: "n", offset: -2)]))
+        #expect(try control("/pitch: { pitchbend: true, to: [-4096, 4095], smooth: 0 }").map { [$0.output.low, $0.output.high] } == [-4096, 4095])
+        #expect(try control("/fader: { cc: 1, smooth: 0.25 }")?.smoothing == 0.25)
+    }
+
+    @Test func motionDefaultsAndKeys() throws {
+        #expect(try motion("/accxyz: { activity: motion }") == MotionActivityMapping())
+        #expect(try motion("""
+            /accxyz: { activity: motion, axes: [2, 0], units: m/s2, high-pass: 1, attack: 20ms, release: 2, \
+            range: [0.1, 0.9], cc: 12, channel: 3 }
+            """) == MotionActivityMapping(axes: [2, 0], unitsPerG: 9.80665, highPass: 1, attack: 0.02, release: 2,
+                                          range: 0.1...0.9, controller: 12, channel: 3))
+        #expect(try motion("/gyro: { activity: motion, units: g }")?.unitsPerG == 1)
+    }
+
+    @Test func theManPageExample() throws {
+        let configuration = try parse("""
+            endpoints:
+              phone: { osc: { listen: 8000, reply: 9000 } }
+            routes:
+              - from: phone
+                to: session
+                osc:
+                  /1/fader<n:1-5>: { cc: "n + 20" }
+                  /1/push<n:1-16>: { note: "n + 35", channel: 10 }
+                  /1/xy: { cc: [12, 13] }
+                  /pitch: { pitchbend: true, from: [-1, 1] }
+                  /accxyz: { activity: motion }
+              - from: session
+                to: phone
+            """)
+        #expect(configuration.routes.map { $0.osc?.entries.count } == [5, 0])
+        #expect(configuration.routes.map { $0.osc?.midi } == [false, true])
+    }
+
+    // MARK: - Mistakes in the osc block
+
+    @Test func aBlockNeedsAnOSCEndpoint() {
+        let rest = "so route from or to an 'osc' endpoint or remove the block"
+        let base = "endpoints:\n  keys: { alsa: USB* }\n  song: { file: a.mid }\nroutes:\n"
+        #expect(locatedMistakes(base + "  - from: keys\n    to: keys\n    osc: midi\n") == [
+            "r.yaml:7:5: the 'osc' block translates for an OSC endpoint at either end of the route; 'keys' is not one, \(rest)",
+        ])
+        #expect(locatedMistakes(base + "  - from: keys\n    to: session\n    osc: midi\n") == [
+            "r.yaml:7:5: the 'osc' block translates for an OSC endpoint at either end of the route; "
+                + "neither 'keys' nor 'session' is one, \(rest)",
+        ])
+        #expect(locatedMistakes(base + "  - from: [keys, song]\n    to: session\n    osc: midi\n") == [
+            "r.yaml:7:5: the 'osc' block translates for an OSC endpoint at either end of the route; "
+                + "none of 'keys', 'song' and 'session' is one, \(rest)",
+        ])
+    }
+
+    @Test func blockForms() {
+        let forms = "'midi' (the MIDI-over-OSC family) or a mapping of OSC addresses such as { /1/fader1: { cc: 74 } }"
+        #expect(locatedMistakes(oscRoute().replacingOccurrences(of: "osc:\n", with: "osc: mdi\n")) == [
+            "r.yaml:6:10: unknown 'osc' value 'mdi'; 'osc' is \(forms)",
+        ])
+        #expect(locatedMistakes(oscRoute().replacingOccurrences(of: "osc:\n", with: "osc: {}\n")) == [
+            "r.yaml:6:10: an empty 'osc' block; 'osc' is \(forms), or { midi: false } for neither",
+        ])
+        #expect(locatedMistakes(oscRoute()) == [
+            "r.yaml:6:5: an empty 'osc' block; 'osc' is \(forms), or { midi: false } for neither",
+        ])
+        #expect(locatedMistakes(oscRoute().replacingOccurrences(of: "osc:\n", with: "osc: [midi]\n")) == [
+            "r.yaml:6:10: 'osc' is \(forms), not a list",
+        ])
+    }
+
+    @Test func unknownBlockKeys() {
+        #expect(locatedMistakes(oscRoute("mid: true", "1/fader1: { cc: 7 }", "midi: maybe")) == [
+            "r.yaml:7:7: unknown key 'mid'; did you mean 'midi'?",
+            "r.yaml:8:7: '1/fader1' is neither an OSC address (addresses start with '/', such as /1/fader1) nor 'midi'",
+            "r.yaml:9:13: 'midi' is true or false, not 'maybe'",
+        ])
+    }
+
+    @Test func patternCharactersInTemplates() {
+        let reason = "an OSC pattern character: patterns match several addresses; write a capture such as <n> instead"
+        #expect(locatedMistakes(oscRoute("/1/fader*: { cc: 7 }", "\"/1/{a,b}\": { cc: 8 }", "/1/push?: { cc: 9 }",
+                                         "/1/[12]: { cc: 10 }")) == [
+            "r.yaml:7:7: '/1/fader*' has '*', \(reason)",
+            "r.yaml:8:7: '/1/{a,b}' has '{', \(reason)",
+            "r.yaml:9:7: '/1/push?' has '?', \(reason)",
+            "r.yaml:10:7: '/1/[12]' has '[', \(reason)",
+        ])
+    }
+
+    @Test func charactersAnAddressCannotHold() {
+        #expect(locatedMistakes(oscRoute("/my fader: { cc: 7 }", "/a#b: { cc: 8 }", "/a,b: { cc: 9 }",
+                                         "/fadér: { cc: 10 }", "/a>b: { cc: 11 }")) == [
+            "r.yaml:7:7: '/my fader' has a space; OSC addresses have none",
+            "r.yaml:8:7: '/a#b' has '#', which OSC addresses cannot hold ('#' marks a bundle, ',' starts the type tags)",
+            "r.yaml:9:7: '/a,b' has ',', which OSC addresses cannot hold ('#' marks a bundle, ',' starts the type tags)",
+            "r.yaml:10:7: '/fadér' has 'é'; OSC addresses are printable ASCII",
+            "r.yaml:11:7: '/a>b' has '>' without '<'; a capture is written <n> or <n:1-8>",
+        ])
+    }
+
+    @Test func emptyAddressParts() {
+        let rest = "has an empty part; write one '/' between parts and none at the end (OSC 1.1 reads '//' as a wildcard)"
+        #expect(locatedMistakes(oscRoute("//fader: { cc: 7 }", "/1/fader/: { cc: 8 }", "/: { cc: 9 }")) == [
+            "r.yaml:7:7: '//fader' \(rest)",
+            "r.yaml:8:7: '/1/fader/' \(rest)",
+            "r.yaml:9:7: '/' \(rest)",
+        ])
+    }
+
+    @Test func captureMistakes() {
+        #expect(locatedMistakes(oscRoute("/fader<n: { cc: 7 }", "/fader<N>: { cc: 8 }", "/f<>: { cc: 9 }",
+                                         "/<n>/<n>: { cc: 10 }", "/f<n:8-1>: { cc: 11 }", "/f<n:1..8>: { cc: 12 }",
+                                         "/f<n:-1-8>: { cc: 13 }", "/f<a><b>: { cc: 14 }")) == [
+            "r.yaml:7:7: '<' in '/fader<n' opens a capture that is never closed; write <n> or <n:1-8>",
+            "r.yaml:8:7: '<N>' in '/fader<N>' needs a name in lowercase letters, digits and '_' starting with a letter, "
+                + "such as <n> or <pad:1-4>",
+            "r.yaml:9:7: '<>' in '/f<>' needs a name in lowercase letters, digits and '_' starting with a letter, "
+                + "such as <n> or <pad:1-4>",
+            "r.yaml:10:7: capture <n> appears twice in '/<n>/<n>'; give each capture its own name",
+            "r.yaml:11:7: the range of '<n:8-1>' in '/f<n:8-1>' goes down; write <n:1-8>",
+            "r.yaml:12:7: '<n:1..8>' in '/f<n:1..8>' has no range LOW-HIGH of whole numbers; write such as <n:1-8>",
+            "r.yaml:13:7: '<n:-1-8>' in '/f<n:-1-8>' has no range LOW-HIGH of whole numbers; write such as <n:1-8>",
+            "r.yaml:14:7: captures <a> and <b> side by side in '/f<a><b>' cannot tell where one number ends and the "
+                + "next begins; put text between them, such as <a>/<b>",
+        ])
+    }
+
+    @Test func anEntryNeedsAMapping() {
+        #expect(locatedMistakes(oscRoute("/volume: 7", "/pan:")) == [
+            "r.yaml:7:16: '/volume' needs what it becomes, such as { cc: 74 }, { note: 36 } or { activity: motion }",
+            "r.yaml:8:7: '/pan' needs what it becomes, such as { cc: 74 }, { note: 36 } or { activity: motion }",
+        ])
+    }
+
+    @Test func exactlyOneTarget() {
+        let choices = "cc, note, pitchbend, program or pressure"
+        #expect(locatedMistakes(oscRoute("/volume: { channel: 2 }", "/both: { cc: 7, note: 36, program: true }")) == [
+            "r.yaml:7:16: '/volume' becomes no MIDI; write one of \(choices), or 'activity: motion'",
+            "r.yaml:8:23: 'cc' and 'note' together: an OSC control becomes one of \(choices)",
+            "r.yaml:8:33: 'cc' and 'program' together: an OSC control becomes one of \(choices)",
+        ])
+        #expect(locatedMistakes(oscRoute("/bend: { pitchbend: false }", "/p: { program: 3 }")) == [
+            "r.yaml:7:27: 'pitchbend: false' becomes nothing; write 'pitchbend: true' or another target",
+            "r.yaml:8:22: 'program' is true or false, not '3'",
+        ])
+    }
+
+    @Test func unknownControlKeys() {
+        #expect(locatedMistakes(oscRoute("/volume: { cc: 7, chanel: 2 }", "/acc: { activty: motion }",
+                                         "/x: { cc: 1, banana: 2 }")) == [
+            "r.yaml:7:25: unknown key 'chanel'; did you mean 'channel'?",
+            "r.yaml:8:15: unknown key 'activty'; did you mean 'activity'?",
+            "r.yaml:9:20: unknown key 'banana' in an OSC control; the keys are cc, note, velocity, pitchbend, program, "
+                + "pressure, channel, arg, args, from, to, curve, smooth, activity",
+        ])
+    }
+
+    @Test func expressionsNameTheTemplatesCaptures() {
+        #expect(locatedMistakes(oscRoute("/1/fader<n>: { cc: \"m + 20\" }", "/volume: { cc: n }",
+                                         "/pad<row>/<col>: { note: x, channel: \"row * 2\" }")) == [
+            "r.yaml:7:26: 'm' is not a capture of '/1/fader<n>'; its captures are n",
+            "r.yaml:8:22: 'n' is not a capture: '/volume' has none; write a number 0-127, or a capture such as <n> "
+                + "in the address",
+            "r.yaml:9:32: 'x' is not a capture of '/pad<row>/<col>'; its captures are row, col",
+            "r.yaml:9:44: 'row * 2' is not a number or a capture expression; 'channel' is a number 1-16, a capture "
+                + "such as row, or \"row + 20\" or \"row - 1\"",
+        ])
+    }
+
+    @Test func numbersOutOfRange() {
+        #expect(locatedMistakes(oscRoute("/a: { cc: 128 }", "/b: { note: -1, channel: 17 }",
+                                         "/c<n:1-8>: { cc: \"n + 120\" }", "/d<n:0-15>: { cc: 1, channel: n }",
+                                         "/e: { cc: 1 + 2 }")) == [
+            "r.yaml:7:17: cc 128 is out of range; 'cc' is 0-127",
+            "r.yaml:8:19: note -1 is out of range; 'note' is 0-127",
+            "r.yaml:8:32: channel 17 is out of range; 'channel' is 1-16",
+            "r.yaml:9:24: 'cc: n + 120' gives 121-128 for <n:1-8>; 'cc' is 0-127",
+            "r.yaml:10:37: 'channel: n' gives 0-15 for <n:0-15>; 'channel' is 1-16",
+            "r.yaml:11:17: '1 + 2' is not a number or a capture expression; 'cc' is a number 0-127, a capture such "
+                + "as n, or \"n + 20\" or \"n - 1\"",
+        ])
+    }
+
+    @Test func keysThatDoNotApplyToTheTarget() {
+        let button = "does not apply to 'note': a button is on above the middle of 'from' and off at or below it"
+        #expect(locatedMistakes(oscRoute("/a: { cc: 7, velocity: 90 }",
+                                         "/b: { note: 36, to: [0, 127], curve: 2, smooth: 0.1, velocity: 0 }")) == [
+            "r.yaml:7:20: 'velocity' applies to 'note' only; a cc has none",
+            "r.yaml:8:23: 'to' \(button)",
+            "r.yaml:8:37: 'curve' \(button)",
+            "r.yaml:8:47: 'smooth' \(button)",
+            "r.yaml:8:70: 0 is out of range; 'velocity' is 1-127 (0 would be a note-off)",
+        ])
+    }
+
+    @Test func argumentSelection() {
+        #expect(locatedMistakes(oscRoute("/a: { cc: 7, arg: 1, args: [1] }", "/b: { cc: [1, 2], arg: 0 }",
+                                         "/c: { cc: [1, 2], args: [0] }", "/d: { cc: 1, arg: -1 }",
+                                         "/e: { cc: 1, args: 0 }")) == [
+            "r.yaml:7:28: 'arg' and 'args' together: write 'arg: I' for one argument or 'args: [I, J]' for several",
+            "r.yaml:8:25: 'arg' selects one argument for 2 controllers; write 'args' with one index per controller, "
+                + "such as args: [0, 1]",
+            "r.yaml:9:31: 'args' needs one argument index per value sent (2 here), not 1 index; a list such as [0, 1]",
+            "r.yaml:10:25: -1 is out of range; 'arg' is an argument index, 0 for the first",
+            "r.yaml:11:26: 'args' needs one argument index per value sent (1 here), not no list; a list such as [0]",
+        ])
+    }
+
+    @Test func inputAndOutputRanges() {
+        #expect(locatedMistakes(oscRoute("/a: { cc: 1, from: [1, 0] }", "/b: { cc: 1, from: [0.5, 0.5] }",
+                                         "/c: { cc: 1, from: [0, nan] }", "/d: { cc: 1, from: 1 }",
+                                         "/e: { cc: 1, to: [0, 128] }", "/f: { pitchbend: true, to: [-8193, 0] }")) == [
+            "r.yaml:7:26: the input range [1, 0] goes down; write [0, 1] and invert with 'to'",
+            "r.yaml:8:26: the input range [0.5, 0.5] is empty; write [low, high] with low below high",
+            "r.yaml:9:30: 'nan' is not a number; 'from' takes numbers such as 0.5",
+            "r.yaml:10:26: 'from' is a list of two, [LOW, HIGH] such as [0, 1], not '1'",
+            "r.yaml:11:28: 128 is out of range; 'to' is two values 0-127",
+            "r.yaml:12:35: -8193 is out of range; 'to' is two values -8192-8191",
+        ])
+    }
+
+    @Test func curvesAndSmoothing() {
+        #expect(locatedMistakes(oscRoute("/a: { cc: 1, curve: 0 }", "/b: { cc: 1, smooth: -0.1 }",
+                                         "/c: { cc: 1, smooth: fast }")) == [
+            "r.yaml:7:27: 'curve' is a number above 0 (1 is straight, 2 bends slowly up, 0.5 quickly up), not '0'",
+            "r.yaml:8:28: '-0.1' is not a duration 0 or more; 'smooth' is seconds such as 0.08, or a text such as "
+                + "\"80ms\" or \"1.5s\"",
+            "r.yaml:9:28: 'fast' is not a duration 0 or more; 'smooth' is seconds such as 0.08, or a text such as "
+                + "\"80ms\" or \"1.5s\"",
+        ])
+    }
+
+    // MARK: - Mistakes in motion entries
+
+    @Test func motionMistakes() {
+        let usual = MotionActivityMapping()
+        #expect(locatedMistakes(oscRoute(
+            "/a: { activity: moton }",
+            "/b: { activity: motion, axes: [0, 0] }",
+            "/c: { activity: motion, axes: [0, 1, 2, 3], units: ms2 }",
+            "/d: { activity: motion, high-pass: 0, attack: 0, release: never }",
+            "/e: { activity: motion, range: [1, 0.5], cc: 128, channel: 0, smooth: 1 }")) == [
+            "r.yaml:7:23: unknown activity 'moton'; did you mean 'motion'? this version reads 'activity: motion' "
+                + "(an accelerometer)",
+            "r.yaml:8:37: 'axes' names an argument twice; list each axis once, such as [0, 1, 2]",
+            "r.yaml:9:37: 'axes' lists the indexes of the x, y and z arguments, one to three, such as [0, 1, 2]",
+            "r.yaml:9:58: unknown units 'ms2'; did you mean 'm/s2'? 'units' is g or m/s2",
+            "r.yaml:10:42: 'high-pass' is a cutoff in Hz above 0, such as \(usual.highPass), not 0",
+            "r.yaml:10:53: '0' is not a duration above 0; 'attack' is seconds such as 0.08, or a text such as "
+                + "\"80ms\" or \"1.5s\"",
+            "r.yaml:10:65: 'never' is not a duration above 0; 'release' is seconds such as 0.08, or a text such as "
+                + "\"80ms\" or \"1.5s\"",
+            "r.yaml:11:38: 'range' is [LOW, HIGH] in g with 0 <= LOW < HIGH, such as "
+                + "[\(usual.range.lowerBound), \(usual.range.upperBound)], not [1, 0.5]",
+            "r.yaml:11:52: controller 128 does not exist; controllers are 0-127",
+            "r.yaml:11:66: channel 0 does not exist; channels are 1-16",
+            "r.yaml:11:69: unknown key 'smooth' in 'activity: motion'; the keys are activity, axes, units, high-pass, "
+                + "attack, release, range, cc, channel",
+        ])
+    }
+
+    @Test func everyMistakeIsReportedOnce() {
+        // The route from the endpoint with mistakes is checked too, without repeating them as an unknown endpoint.
+        #expect(locatedMistakes("""
+            endpoints:
+              phone: { osc: { listen: 0, forget: 0 } }
+            routes:
+              - from: phone
+                to: session
+                osc:
+                  /a*: { cc: 1 }
+                  /b: { cc: 200, channel: 0 }
+            """).map { $0.split(separator: ":").prefix(3).joined(separator: ":") } == [
+            "r.yaml:2:27", "r.yaml:2:38", "r.yaml:7:7", "r.yaml:8:17", "r.yaml:8:31",
+        ])
+    }
+}
