@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "jambridge", targets: ["jambridge"]),
         .library(name: "MIDI", targets: ["MIDI"]),
         .library(name: "Routing", targets: ["Routing"]),
+        .library(name: "Transport", targets: ["Transport"]),
         .library(name: "RTPMIDI", targets: ["RTPMIDI"]),
         .library(name: "ALSA", targets: ["ALSA"]),
         .library(name: "OSC", targets: ["OSC"]),
@@ -22,8 +23,10 @@ let package = Package(
         .target(name: "MIDI"),
         // Route files (YAML) -> compiled route graph -> router. No I/O, no clock.
         .target(name: "Routing", dependencies: ["MIDI", .product(name: "Yams", package: "Yams")]),
+        // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
+        .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
-        .target(name: "RTPMIDI", dependencies: ["MIDI"]),
+        .target(name: "RTPMIDI", dependencies: ["MIDI", "Transport"]),
         // libasound's sequencer API with one-line C functions for its macros (Debian libasound2-dev).
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // ALSA sequencer client: ports, connections, hot-plug announcements, events <-> MIDI.
@@ -31,14 +34,14 @@ let package = Package(
         // liblo's message codec (Debian liblo-dev); jambridge owns its UDP sockets.
         .systemLibrary(name: "CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
         // OSC endpoints: packets <-> messages, UDP sockets, address-to-MIDI mapping both ways, motion -> activity.
-        .target(name: "OSC", dependencies: ["CLiblo", "MIDI", "Routing"]),
+        .target(name: "OSC", dependencies: ["CLiblo", "MIDI", "Routing", "Transport"]),
         // The avahi dns_sd compatibility library (Debian libavahi-compat-libdnssd-dev).
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RTPMIDI", "Bonjour", "ALSA", "OSC",
+            "MIDI", "Routing", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
@@ -50,11 +53,11 @@ let package = Package(
         .target(name: "MIDITestSupport", dependencies: ["MIDI"], path: "Tests/MIDITestSupport"),
         .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
-        .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "MIDITestSupport"]),
+        .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
-        .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Routing", "MIDITestSupport"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
+        .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Routing", "Transport", "MIDITestSupport"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "Transport", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

@@ -3,6 +3,7 @@ import Dispatch
 import Logging
 import MIDI
 import RTPMIDI
+import Transport
 
 /// The running RTP-MIDI session: the sans-I/O session, its UDP ports and its timer, all on the
 /// engine's queue. Messages from peers are routed as coming from the `session` endpoint and

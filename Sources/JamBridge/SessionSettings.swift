@@ -4,6 +4,7 @@ import Glibc
 import MIDI
 import Routing
 import RTPMIDI
+import Transport
 
 /// A route file's `session:` block turned into what the RTP-MIDI session runs with.
 struct SessionSettings: Equatable {

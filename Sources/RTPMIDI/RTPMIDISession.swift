@@ -1,4 +1,5 @@
 import MIDI
+import Transport
 
 /// Which of a session's two UDP ports a datagram uses.
 public enum SessionPort: Sendable {

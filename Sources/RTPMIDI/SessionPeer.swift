@@ -1,4 +1,5 @@
 import MIDI
+import Transport
 
 /// What the session tells the outside world about one connected peer.
 public struct PeerInfo: Equatable, Sendable {

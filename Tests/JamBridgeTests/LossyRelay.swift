@@ -1,5 +1,6 @@
 import Dispatch
 import RTPMIDI
+import Transport
 
 /// A UDP relay between a jambridge that invites it (on `front`) and another jambridge (at
 /// `target`), standing in for a bad network: each RTP-MIDI data packet on the way in is

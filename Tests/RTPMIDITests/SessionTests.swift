@@ -1,6 +1,7 @@
 import MIDI
 import MIDITestSupport
 import Testing
+import Transport
 @testable import RTPMIDI
 
 /// A session plus a record of everything it told its delegate.

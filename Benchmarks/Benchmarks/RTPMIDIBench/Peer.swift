@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import MIDI
 import RTPMIDI
+import Transport
 import Synchronization
 
 /// One benchmark peer: an `RTPMIDISession` with its own `UDPPortPair` on 127.0.0.1, driven

@@ -50,6 +50,7 @@ import Glibc
 import FuzzSupport
 import MIDI
 import RTPMIDI
+import Transport
 
 /// FUZZ_PARTS=ac (say) runs only those parts; all by default.
 let parts = getenv("FUZZ_PARTS").map { String(cString: $0) } ?? "abc"

@@ -39,6 +39,7 @@ import Glibc
 import FuzzSupport
 import MIDI
 import RTPMIDI
+import Transport
 
 
 // MARK: (a) one packet
