@@ -287,6 +287,7 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
         #expect(try motion("/gyro: { activity: motion, units: g }")?.unitsPerG == 1)
     }
 
+    /// The TouchOSC example of jambridge-routes(5), kept in step with the page by hand.
     @Test func theManPageExample() throws {
         let configuration = try parse("""
             endpoints:
@@ -295,16 +296,44 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
               - from: phone
                 to: session
                 osc:
-                  /1/fader<n:1-5>: { cc: "n + 20" }
+                  /1/fader<n:1-8>: { cc: "n + 20" }
                   /1/push<n:1-16>: { note: "n + 35", channel: 10 }
-                  /1/xy: { cc: [12, 13] }
-                  /pitch: { pitchbend: true, from: [-1, 1] }
+                  /3/xy: { cc: [12, 13] }
                   /accxyz: { activity: motion }
               - from: session
                 to: phone
+                only: [cc]
+                osc: { midi: false }
             """)
-        #expect(configuration.routes.map { $0.osc?.entries.count } == [5, 0])
-        #expect(configuration.routes.map { $0.osc?.midi } == [false, true])
+        #expect(configuration.endpoints.first?.kind == .osc(OSCEndpointSettings(listenPort: 8000, replyPort: 9000)))
+        #expect(configuration.routes.map { $0.osc?.entries.count } == [4, 0])
+        #expect(configuration.routes.map { $0.osc?.midi } == [false, false])
+    }
+
+    /// jambridge-routes(5) states the defaults of `activity: motion`; they are tuned in `MotionActivityMapping`.
+    @Test func theManPageStatesTheMotionDefaults() throws {
+        let page = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("man/jambridge-routes.5"),
+                              encoding: .utf8)
+        let section = try #require(page.range(of: ".Ss OSC mappings")).upperBound
+        let usual = MotionActivityMapping()
+        let stated = [
+            ("high-pass : Ar hertz", "The default is \(usual.highPass)."),
+            ("attack : Ar duration", "The default is \(usual.attack) seconds."),
+            ("release : Ar duration", "The default is \(usual.release) seconds."),
+            ("range : Li", "[\(usual.range.lowerBound), \(usual.range.upperBound)]"),
+            ("cc : Ar controller", "The default is \(usual.controller),"),
+            ("channel : Ar channel", "The default is \(usual.channel)."),
+        ]
+        for (item, text) in stated {
+            // The lines of the item `.It Ic KEY ...` up to the next item.
+            let start = try #require(page.range(of: ".It Ic \(item)", range: section..<page.endIndex),
+                                     "no '\(item)' item")
+            let rest = page[start.upperBound...]
+            let entry = rest[..<(rest.range(of: "\n.It ")?.lowerBound ?? rest.endIndex)]
+            #expect(entry.contains(text), "jambridge-routes(5) '\(item)' should say \(text)")
+        }
+        #expect(usual.axes == [0, 1, 2] && usual.unitsPerG == 1)
     }
 
     // MARK: - Mistakes in the osc block
