@@ -92,6 +92,7 @@ extension RouteFileDocument {
         let errorsBefore = errors.count
         var settings = OSCEndpointSettings(listenPort: 0)
         var listenValue: Node?
+        var misspeltListen = false
         for (keyNode, value) in mapping {
             guard let name = scalarKey(keyNode) else { continue }
             switch name {
@@ -108,11 +109,13 @@ extension RouteFileDocument {
                 settings.forgetAfter = readDuration(value, key: "forget", allowsZero: false) ?? settings.forgetAfter
             default:
                 failUnknownKey(keyNode, name, known: RouteFileVocabulary.oscEndpointKeys, in: "an 'osc' endpoint")
+                misspeltListen = misspeltListen
+                    || RouteFileVocabulary.closest(to: name, in: RouteFileVocabulary.oscEndpointKeys) == "listen"
             }
         }
         guard let listenValue else {
             // A misspelt 'listen' was reported as such; saying it is missing too would only repeat it.
-            if errors.count == errorsBefore {
+            if !misspeltListen {
                 fail(node, "an 'osc' endpoint needs 'listen: PORT', the UDP port controllers send to, such as \(example)")
             }
             return nil
@@ -351,11 +354,14 @@ extension RouteFileDocument {
         let errorsBefore = errors.count
         var values: [String: (key: Node, value: Node)] = [:]
         var targets: [(name: String, key: Node, value: Node)] = []
+        var misspeltTarget = false
+        let known = RouteFileVocabulary.oscControlKeys + ["activity"]
         for (keyNode, value) in mapping {
             guard let key = scalarKey(keyNode) else { continue }
-            guard RouteFileVocabulary.oscControlKeys.contains(key) else {
-                failUnknownKey(keyNode, key, known: RouteFileVocabulary.oscControlKeys + ["activity"],
-                               in: "an OSC control")
+            guard known.contains(key) else {
+                failUnknownKey(keyNode, key, known: known, in: "an OSC control")
+                let suggestion = RouteFileVocabulary.closest(to: key, in: known)
+                misspeltTarget = misspeltTarget || suggestion.map { (targetNames + ["activity"]).contains($0) } == true
                 continue
             }
             values[key] = (keyNode, value)
@@ -363,7 +369,7 @@ extension RouteFileDocument {
         }
         guard let first = targets.first else {
             // A misspelt target was reported as such; saying there is none too would only repeat it.
-            if errors.count == errorsBefore {
+            if !misspeltTarget {
                 fail(node, "'\(template)' becomes no MIDI; write one of \(choices), or 'activity: motion'")
             }
             return nil
@@ -447,7 +453,7 @@ extension RouteFileDocument {
         if let arg {
             guard count == 1 else {
                 fail(arg.key, "'arg' selects one argument for \(count) controllers; write 'args' with one index "
-                     + "per controller, such as args: [\(Array(0..<count).map(String.init).joined(separator: ", "))]")
+                     + "per controller, such as args: \(Self.firstIndexes(count))")
                 return nil
             }
             return readWholeNumber(arg.value, in: 0...Int.max, what: "'arg'", expected: what).map { [$0] }
@@ -456,11 +462,16 @@ extension RouteFileDocument {
         guard let items = args.value.sequence.map(Array.init), items.count == count else {
             let given = args.value.sequence.map { "\($0.count) \($0.count == 1 ? "index" : "indexes")" } ?? "no list"
             fail(args.value, "'args' needs one argument index per value sent (\(count) here), not \(given); "
-                 + "a list such as [\(Array(0..<count).map(String.init).joined(separator: ", "))]")
+                 + "a list such as \(Self.firstIndexes(count))")
             return nil
         }
         let indexes = items.map { readWholeNumber($0, in: 0...Int.max, what: "'args'", expected: what) }
         return indexes.contains(nil) ? nil : indexes.compactMap { $0 }
+    }
+
+    /// `[0, 1, ...]` up to `count` indexes, for messages.
+    private static func firstIndexes(_ count: Int) -> String {
+        "[\((0..<count).map(String.init).joined(separator: ", "))]"
     }
 
     /// The input range `from: [LOW, HIGH]`: finite numbers with LOW below HIGH.

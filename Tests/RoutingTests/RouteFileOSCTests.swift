@@ -95,6 +95,12 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
         #expect(locatedMistakes("endpoints:\n  phone: { osc: { lisen: 8000 } }\n") == [
             "r.yaml:2:19: unknown key 'lisen'; did you mean 'listen'?",
         ])
+        // Another mistake does not hide the missing 'listen'.
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { reply: 0 } }\n") == [
+            "r.yaml:2:17: an 'osc' endpoint needs 'listen: PORT', the UDP port controllers send to, such as "
+                + "{ listen: 8000, reply: 9000 }",
+            "r.yaml:2:26: 0 is out of range; 'reply' is a UDP port, 1-65535",
+        ])
     }
 
     @Test func portsOutOfRange() {
@@ -454,6 +460,11 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
             "r.yaml:8:15: unknown key 'activty'; did you mean 'activity'?",
             "r.yaml:9:20: unknown key 'banana' in an OSC control; the keys are cc, note, velocity, pitchbend, program, "
                 + "pressure, channel, arg, args, from, to, curve, smooth, activity",
+        ])
+        #expect(locatedMistakes(oscRoute("/volume: { chanel: 2 }")) == [
+            "r.yaml:7:16: '/volume' becomes no MIDI; write one of cc, note, pitchbend, program or pressure, "
+                + "or 'activity: motion'",
+            "r.yaml:7:18: unknown key 'chanel'; did you mean 'channel'?",
         ])
     }
 
