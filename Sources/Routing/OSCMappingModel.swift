@@ -161,9 +161,9 @@ public struct MotionActivityMapping: Hashable, Sendable {
     public var highPass: Double
     /// Seconds for the envelope to rise (`attack:`, default 0.05).
     public var attack: Double
-    /// Seconds for the envelope to fall (`release:`, default 1).
+    /// Seconds for the envelope to fall (`release:`, default 1.5).
     public var release: Double
-    /// Movement energy in g that maps to activity 0 and to 127 (`range: [LOW, HIGH]`, default `[0.02, 1.0]`).
+    /// Movement energy in g that maps to activity 0 and to 127 (`range: [LOW, HIGH]`, default `[0.03, 0.6]`).
     public var range: ClosedRange<Double>
     /// The activity controller (`cc:`, default 11, MIA's convention).
     public var controller: Int
@@ -171,7 +171,7 @@ public struct MotionActivityMapping: Hashable, Sendable {
     public var channel: Int
 
     public init(axes: [Int] = [0, 1, 2], unitsPerG: Double = 1, highPass: Double = 0.5, attack: Double = 0.05,
-                release: Double = 1, range: ClosedRange<Double> = 0.02...1.0, controller: Int = 11, channel: Int = 1) {
+                release: Double = 1.5, range: ClosedRange<Double> = 0.03...0.6, controller: Int = 11, channel: Int = 1) {
         self.axes = axes
         self.unitsPerG = unitsPerG
         self.highPass = highPass
