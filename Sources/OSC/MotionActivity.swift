@@ -73,7 +73,8 @@ public struct MotionActivity: Sendable {
 
     /// Lets the level fall once no sample came for `staleAfter` seconds, as if the energy had been 0 since the last one.
     public mutating func tick(at time: Double, emit: (MIDIMessage) -> Void) {
-        guard gravity != nil, time - sampleTime > Self.staleAfter, time.isFinite else { return }
+        // A clock that went back (a restarted stream's timestamps) counts as a stop too.
+        guard gravity != nil, time - sampleTime > Self.staleAfter || time < sampleTime, time.isFinite else { return }
         follow(0, at: time)
         send(emit: emit)
     }

@@ -22,6 +22,7 @@ public struct OSCFeedbackMapper: Sendable {
 
     private struct Control: Sendable {
         let template: OSCAddressTemplate
+        let captureCount: Int
         let target: Target
         let channel: ResolvedNumber
         let arguments: [Int]
@@ -30,11 +31,21 @@ public struct OSCFeedbackMapper: Sendable {
         let argumentCount: Int
     }
 
+    /// Where a message of the state is kept: an entry's address, or a family message's MIDI slot.
+    private enum StateKey: Hashable, Sendable {
+        case address(String)
+        case family(slot: Int)
+    }
+
     private let controls: [Control]
     private let family: Bool
-    /// The state: the last message per address (family notes excepted), in the order first sent.
+    /// The state: the last message per address (per MIDI slot for the family, notes excepted), in the order
+    /// first sent.
     private var state: [OSCMessage] = []
-    private var stateIndex: [String: Int] = [:]
+    private var stateIndex: [StateKey: Int] = [:]
+    /// Reused per message: the captures solved so far, and all of them once solved.
+    private var bindings: [Int?] = []
+    private var captures: [Int] = []
 
     /// A feedback mapper for an endpoint whose routes carry `mappings`.
     public init(mappings: [OSCRouteMapping]) {
@@ -52,7 +63,7 @@ public struct OSCFeedbackMapper: Sendable {
             case .program: target = .value(slot: MIDISlot.program)
             case .channelPressure: target = .value(slot: MIDISlot.pressure)
             }
-            return Control(template: template, target: target, channel: ResolvedNumber(control.channel, in: template),
+            return Control(template: template, captureCount: template.captureNames.count, target: target, channel: ResolvedNumber(control.channel, in: template),
                            arguments: control.arguments.isEmpty ? [0] : control.arguments,
                            curve: OSCControlCurve(control), argumentCount: highest + 1)
         }
@@ -90,24 +101,24 @@ public struct OSCFeedbackMapper: Sendable {
     /// `midiNumber`, with argument `argument` set to `input`, if the captures can be solved.
     private mutating func send(_ control: Control, _ channelNumber: Int, _ number: ResolvedNumber?, _ midiNumber: Int,
                                argument: Int, _ input: Double, emit: (OSCMessage) -> Void) {
-        var bindings = [Int?](repeating: nil, count: control.template.captureNames.count)
+        bindings.removeAll(keepingCapacity: true)
+        bindings.append(contentsOf: repeatElement(nil, count: control.captureCount))
         guard control.channel.bind(channelNumber, into: &bindings),
               number?.bind(midiNumber, into: &bindings) ?? true else { return }
-        var captures: [Int] = []
-        captures.reserveCapacity(bindings.count)
+        captures.removeAll(keepingCapacity: true)
         for binding in bindings {
             guard let binding else { return } // a capture the message does not determine
             captures.append(binding)
         }
         guard let address = control.template.address(captures: captures) else { return }
         var arguments: [OSCArgument]
-        if let index = stateIndex[address], state[index].arguments.count == control.argumentCount {
+        if let index = stateIndex[.address(address)], state[index].arguments.count == control.argumentCount {
             arguments = state[index].arguments
         } else {
             arguments = Array(repeating: .float(Float(control.curve.input(atPosition: 0))), count: control.argumentCount)
         }
         arguments[argument] = .float(Float(input))
-        remember(OSCMessage(address, arguments), as: address, emit: emit)
+        remember(OSCMessage(address, arguments), as: .address(address), emit: emit)
     }
 
     private mutating func sendFamily(_ message: MIDIMessage, slot: Int, emit: (OSCMessage) -> Void) {
@@ -119,20 +130,20 @@ public struct OSCFeedbackMapper: Sendable {
             emit(OSCMessage("/note", [channel, .int32(Int32(note.value)), .int32(0)]))
         case .controlChange(_, let controller, let value):
             remember(OSCMessage("/cc", [channel, .int32(Int32(controller.value)), .int32(Int32(value.value))]),
-                     as: "/cc \(slot)", emit: emit)
+                     as: .family(slot: slot), emit: emit)
         case .pitchBend(_, let value):
-            remember(OSCMessage("/pitchbend", [channel, .int32(Int32(value.value) - 8192)]), as: "/pitchbend \(slot)", emit: emit)
+            remember(OSCMessage("/pitchbend", [channel, .int32(Int32(value.value) - 8192)]), as: .family(slot: slot), emit: emit)
         case .programChange(_, let program):
-            remember(OSCMessage("/program", [channel, .int32(Int32(program.value))]), as: "/program \(slot)", emit: emit)
+            remember(OSCMessage("/program", [channel, .int32(Int32(program.value))]), as: .family(slot: slot), emit: emit)
         case .channelPressure(_, let pressure):
-            remember(OSCMessage("/pressure", [channel, .int32(Int32(pressure.value))]), as: "/pressure \(slot)", emit: emit)
+            remember(OSCMessage("/pressure", [channel, .int32(Int32(pressure.value))]), as: .family(slot: slot), emit: emit)
         default:
             break
         }
     }
 
     /// Keeps `message` as the state under `key` and sends it.
-    private mutating func remember(_ message: OSCMessage, as key: String, emit: (OSCMessage) -> Void) {
+    private mutating func remember(_ message: OSCMessage, as key: StateKey, emit: (OSCMessage) -> Void) {
         if let index = stateIndex[key] {
             state[index] = message
         } else {

@@ -21,7 +21,7 @@ public struct OSCRejection: Error, Hashable, Sendable, CustomStringConvertible {
         case wrongType(index: Int, typeTag: Character)
         /// Argument `index` is NaN or infinite.
         case notFinite(index: Int, typeTag: Character)
-        /// The channel computed from the address is outside 1-16 (nil: it names a capture the template lacks).
+        /// The channel computed from the address is outside 1-16 (nil: it cannot be computed, e.g. it overflows).
         case channelOutOfRange(Int?)
         /// The controller computed from the address is outside 0-127.
         case controllerOutOfRange(Int?)
@@ -87,11 +87,11 @@ public struct OSCRejection: Error, Hashable, Sendable, CustomStringConvertible {
         case .notFinite(let index, let tag):
             what = "argument \(index) ('\(tag)') is NaN or infinite"
         case .channelOutOfRange(let channel):
-            what = channel.map { "channel \($0) is outside 1-16" } ?? "the channel names a capture the address lacks"
+            what = channel.map { "channel \($0) is outside 1-16" } ?? "the channel cannot be computed from the address"
         case .controllerOutOfRange(let controller):
-            what = controller.map { "controller \($0) is outside 0-127" } ?? "the controller names a capture the address lacks"
+            what = controller.map { "controller \($0) is outside 0-127" } ?? "the controller cannot be computed from the address"
         case .noteOutOfRange(let note):
-            what = note.map { "note \($0) is outside 0-127" } ?? "the note names a capture the address lacks"
+            what = note.map { "note \($0) is outside 0-127" } ?? "the note cannot be computed from the address"
         case .valueOutOfRange(let index, let value, let allowed):
             let shown = abs(value) < 1e15 && value == value.rounded() ? String(Int(value)) : String(value)
             what = "argument \(index) is \(shown), outside \(allowed.lowerBound)...\(allowed.upperBound)"
@@ -190,7 +190,8 @@ public struct OSCInputMapper: Sendable {
         }
         let smoothing = control.smoothing.isFinite && control.smoothing > 0 ? control.smoothing : 0
         return Control(target: target, channel: ResolvedNumber(control.channel, in: template),
-                       arguments: control.arguments, curve: OSCControlCurve(control), smoothing: smoothing)
+                       arguments: control.arguments.isEmpty ? [0] : control.arguments, curve: OSCControlCurve(control),
+                       smoothing: smoothing)
     }
 
     /// True while a smoothed value or an activity level is still moving: call `tick` about every 10 ms.
@@ -236,8 +237,7 @@ public struct OSCInputMapper: Sendable {
         let count: Int
         if case .controllers(let numbers) = control.target { count = min(numbers.count, control.arguments.count) } else { count = 1 }
         for position in 0..<count {
-            let index = control.arguments.isEmpty ? 0 : control.arguments[position]
-            values.append(try Self.number(message, index, bools: control.curve.input))
+            values.append(try Self.number(message, control.arguments[position], bools: control.curve.input))
         }
         guard let channelNumber = control.channel.value(captures), channelNumber >= 1, channelNumber <= 16 else {
             throw .channelOutOfRange(control.channel.value(captures))
