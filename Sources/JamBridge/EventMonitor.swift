@@ -23,12 +23,22 @@ public final class EventMonitor: @unchecked Sendable {
 
     /// Shows `message` going from `source` to `sink` at `time`.
     public func show(_ message: MIDIMessage, from source: String, to sink: String, at time: MonotonicInstant) {
+        show("\(message)", from: source, to: sink, at: time)
+    }
+
+    /// Shows an OSC message (`oscdump`-style text) arriving from a controller or leaving for one: the MIDI it
+    /// became, or came from, is shown on the lines around it.
+    public func show(osc message: String, from source: String, to sink: String, at time: MonotonicInstant) {
+        show("OSC " + message, from: source, to: sink, at: time)
+    }
+
+    private func show(_ text: String, from source: String, to sink: String, at time: MonotonicInstant) {
         let elapsed = time.nanoseconds >= start.nanoseconds ? time.nanoseconds - start.nanoseconds : 0
         let seconds = String(elapsed / 1_000_000_000)
         let micros = String(elapsed % 1_000_000_000 / 1000)
         let stamp = String(repeating: " ", count: max(0, 4 - seconds.count)) + seconds + "."
             + String(repeating: "0", count: 6 - micros.count) + micros
         let path = "\(source) -> \(sink)"
-        write("\(stamp)  \(path)\(String(repeating: " ", count: max(1, 18 - path.count)))\(message)")
+        write("\(stamp)  \(path)\(String(repeating: " ", count: max(1, 18 - path.count)))\(text)")
     }
 }

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Logging
 import MIDI
+import OSC
 import Routing
 import RTPMIDI
 
@@ -50,6 +51,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     private var networkSettings: SessionSettings?
     /// The ALSA sequencer client, once a route file has an `alsa:` endpoint.
     private var alsa: ALSAClient?
+    /// The IDs MIDI from an OSC endpoint enters the router with: one per route from it (by endpoint name and
+    /// route index), since each route's `osc:` block translates for that route alone.
+    private var oscRouteIDs: [OSCRouteKey: EndpointID] = [:]
+    /// Prints every delivered event and OSC message (`--monitor`).
+    private var monitor: EventMonitor?
 
     /// A daemon for `options`, logging to `logger`.
     public init(options: Options, logger: Logger) {
@@ -83,12 +89,15 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 
     private func start(_ configuration: RouteConfiguration) {
         let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
+        self.monitor = monitor
         openSession(configuration)
         openALSA(configuration)
         let added = assign(configuration)
+        assignOSCRoutes(configuration)
         registerALSA(added)
         let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
         self.engine = engine
+        engine.queue.sync { configureOSC(configuration) }
         logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
         // ALSA first: its sinks pace their output on the engine's queue, which they learn here.
         alsa?.start(sink: engine)
@@ -198,9 +207,14 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
         case .alsaPorts, .alsaCreated:
             return Running(kind: declaration.kind, sink: alsa?.makePort(for: declaration))
-        case .osc:
-            logger.warning("\(declaration.location): \(declaration.name): OSC endpoints are not opened yet; this endpoint stays silent")
-            return Running(kind: declaration.kind)
+        case .osc(let settings):
+            do {
+                let endpoint = try OSCEndpoint(name: declaration.name, settings: settings, logger: logger, monitor: monitor)
+                return Running(kind: declaration.kind, source: endpoint, sink: OSCFeedbackSink(endpoint: endpoint))
+            } catch {
+                logger.error("\(declaration.location): \(declaration.name): \(error); this endpoint stays silent")
+                return Running(kind: declaration.kind)
+            }
         case .session, .peer:
             guard let network else { return Running(kind: declaration.kind) }
             let glob: NameGlob? = if case .peer(let pattern) = declaration.kind { NameGlob(pattern) } else { nil }
@@ -209,8 +223,44 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     }
 
     private func graph(_ configuration: RouteConfiguration) -> RouteGraph {
-        RouteGraph(routes: configuration.compiledRoutes { ids[$0] ?? EndpointID(UInt16.max) },
-                   endpointCount: names.count)
+        let routes = configuration.routes.enumerated().map { index, route in
+            CompiledRoute(sources: route.from.map { oscRouteIDs[OSCRouteKey(endpoint: $0, route: index)] ?? id($0) },
+                          sinks: route.to.map(id), stages: route.stages)
+        }
+        return RouteGraph(routes: routes, endpointCount: names.count)
+    }
+
+    private func id(_ name: String) -> EndpointID { ids[name] ?? EndpointID(UInt16.max) }
+
+    /// Gives each route from an OSC endpoint its own source ID (kept while the endpoint and the route's
+    /// place stay), named as the endpoint.
+    private func assignOSCRoutes(_ configuration: RouteConfiguration) {
+        let oscNames = Set(configuration.endpoints.filter(\.kind.isOSC).map(\.name))
+        for (index, route) in configuration.routes.enumerated() {
+            for name in route.from where oscNames.contains(name) {
+                let key = OSCRouteKey(endpoint: name, route: index)
+                guard oscRouteIDs[key] == nil else { continue }
+                oscRouteIDs[key] = EndpointID(UInt16(truncatingIfNeeded: names.count))
+                names.append(name)
+            }
+        }
+    }
+
+    /// Hands each OSC endpoint its routes' translations; on the engine's queue.
+    private func configureOSC(_ configuration: RouteConfiguration) {
+        for declaration in configuration.endpoints where declaration.kind.isOSC {
+            guard let id = ids[declaration.name], let endpoint = running[id]?.source as? OSCEndpoint else { continue }
+            var routes: [(id: EndpointID, mapping: OSCRouteMapping)] = []
+            var feedback: [OSCRouteMapping] = []
+            for (index, route) in configuration.routes.enumerated() {
+                guard let mapping = route.osc else { continue }
+                if let routeID = oscRouteIDs[OSCRouteKey(endpoint: declaration.name, route: index)] {
+                    routes.append((routeID, mapping))
+                }
+                if route.from.contains(declaration.name) || route.to.contains(declaration.name) { feedback.append(mapping) }
+            }
+            endpoint.configure(routes: routes, feedback: feedback)
+        }
     }
 
     private func sinkTable() -> [SinkEndpoint?] {
@@ -234,6 +284,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         openALSA(configuration)
         let before = running
         let added = assign(configuration)
+        assignOSCRoutes(configuration)
         engine.queue.sync { registerALSA(added) }
         alsa?.start(sink: engine)
         let declaredNames = Set(configuration.endpoints.map(\.name))
@@ -247,6 +298,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
         engine.replace(graph: graph(configuration), sinks: sinkTable(), names: names,
                        stopping: removed.compactMap { before[$0]?.sink })
+        engine.queue.sync { configureOSC(configuration) }
         startSources(added, engine: engine)
         startSession(configuration, engine: engine)
         logger.info("reloaded: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) (\(added.count) started, \(removed.count) stopped)")
@@ -295,6 +347,11 @@ extension EndpointKind {
         }
     }
 
+    /// True for the `osc:` endpoints.
+    var isOSC: Bool {
+        if case .osc = self { true } else { false }
+    }
+
     /// True for the endpoints that are views of the RTP-MIDI session.
     var isNetworkSession: Bool {
         switch self {
@@ -302,4 +359,10 @@ extension EndpointKind {
         default: false
         }
     }
+}
+
+/// A route from an OSC endpoint: the endpoint's name and the route's place in the merged route files.
+private struct OSCRouteKey: Hashable {
+    var endpoint: String
+    var route: Int
 }

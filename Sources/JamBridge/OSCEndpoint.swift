@@ -1,0 +1,224 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Logging
+import MIDI
+import OSC
+import Routing
+import Transport
+
+/// An `osc:` endpoint: controllers send OSC to its UDP port; each route from it translates by its own `osc:`
+/// block (its MIDI enters the router under an ID of that route's own), and MIDI routed to it goes back to the
+/// controllers (at their host and `reply` port) and to the `send` targets, through the inverse mappings.
+/// A controller's own change is not echoed back to it; one that appears, or reappears after `forget` seconds
+/// of silence, is sent the full state. Everything after `start` runs on the engine's queue.
+final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
+    /// One route from this endpoint: the ID its MIDI enters the router with, and its translation.
+    struct Route {
+        var id: EndpointID
+        var mapper: OSCInputMapper
+    }
+
+    let name: String
+    let settings: OSCEndpointSettings
+    private let logger: Logger
+    private let monitor: EventMonitor?
+    private let socket: OSCSocket
+    private let targets: [NetworkAddress]
+    // Touched only on the engine's queue once started.
+    private var routes: [Route] = []
+    private var feedback = OSCFeedbackMapper(mappings: [])
+    private var echo = EchoFilter<NetworkAddress>()
+    /// When each controller last sent, in monotonic seconds, by the address its feedback goes to (stable for a
+    /// controller even if it sends from changing ports).
+    private var controllers: [NetworkAddress: Double] = [:]
+    private weak var sink: EventSink?
+    private var ticker: DispatchSourceTimer?
+    private var isStopped = false
+    private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0)
+
+    /// Opens the endpoint's socket; throws if the port cannot be had. Targets that do not resolve are logged
+    /// and left out.
+    init(name: String, settings: OSCEndpointSettings, logger: Logger, monitor: EventMonitor?) throws(TransportError) {
+        self.name = name
+        self.settings = settings
+        self.logger = logger
+        self.monitor = monitor
+        guard let address = NetworkAddress(numeric: settings.listenHost, port: settings.listenPort) else {
+            throw TransportError(operation: "listen for OSC on \(settings.listenHost)", code: EINVAL)
+        }
+        socket = try OSCSocket(listeningOn: address)
+        targets = settings.targets.compactMap { target in
+            do {
+                return try NetworkAddress.resolve(target.host, port: target.port)
+            } catch {
+                logger.error("\(name): \(error); OSC feedback does not go there")
+                return nil
+            }
+        }
+        logger.info("\(name): listening for OSC on \(socket.address)")
+    }
+
+    /// Puts `routes` (the routes from this endpoint, with their `osc:` blocks) and `feedback` (every `osc:`
+    /// block on a route from or to it) in force; call on the engine's queue. Notes held through a route that
+    /// is gone are released.
+    func configure(routes newRoutes: [(id: EndpointID, mapping: OSCRouteMapping)], feedback mappings: [OSCRouteMapping]) {
+        let kept = Set(newRoutes.map(\.id))
+        for route in routes where !kept.contains(route.id) { sink?.releaseHeld(by: route.id) }
+        routes = newRoutes.map { Route(id: $0.id, mapper: OSCInputMapper(mapping: $0.mapping)) }
+        feedback = OSCFeedbackMapper(mappings: mappings)
+    }
+
+    func start(id: EndpointID, sink: EventSink) {
+        self.sink = sink
+        do {
+            try socket.start(queue: sink.queue) { [weak self] datagram, sender in self?.received(datagram, from: sender) }
+        } catch {
+            logger.error("\(name): \(error); this endpoint stays silent")
+        }
+    }
+
+    /// Stops taking input and releases what it holds; feedback goes on until `close`.
+    func stop() {
+        sink?.queue.sync {
+            isStopped = true
+            ticker?.cancel()
+            ticker = nil
+            for route in routes { sink?.releaseHeld(by: route.id) }
+        }
+    }
+
+    /// Closes the socket and logs the counts; the engine calls this through `OSCFeedbackSink`.
+    func close() {
+        socket.close()
+        let rejected = routes.reduce(0) { $0 + $1.mapper.rejections.total }
+        logger.info("\(name): \(counts.messages) OSC messages in, \(rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures")
+    }
+
+    private func received(_ datagram: OSCSocket.Datagram, from sender: NetworkAddress) {
+        guard !isStopped else { return }
+        let now = MonotonicClock.now()
+        let seconds = Double(now.nanoseconds) / 1e9
+        let replyTo = settings.replyPort.map { sender.with(port: $0) } ?? sender
+        let returning = controllers[replyTo].map { seconds - $0 > settings.forgetAfter } ?? true
+        controllers[replyTo] = seconds
+        if returning { sendFullState(to: replyTo) }
+        do throws(OSCDecodeError) {
+            switch datagram {
+            case .bytes(let bytes):
+                try OSCPacket.decode(bytes) { message, _ in map(message, from: replyTo, sender: sender, at: now) }
+            case .oversized(let count):
+                undecodable("a datagram of \(count) bytes, more than the largest accepted", from: sender)
+            }
+        } catch {
+            undecodable("\(error)", from: sender)
+        }
+        scheduleTicks()
+    }
+
+    private func undecodable(_ reason: String, from sender: NetworkAddress) {
+        counts.undecodable += 1
+        if counts.undecodable <= 20 || counts.undecodable % 1000 == 0 {
+            logger.warning("\(name): undecodable OSC from \(sender): \(reason) (\(counts.undecodable) so far)")
+        }
+    }
+
+    private func map(_ message: OSCMessage, from controller: NetworkAddress, sender: NetworkAddress, at now: MonotonicInstant) {
+        counts.messages += 1
+        monitor?.show(osc: "\(message)", from: "\(sender)", to: name, at: now)
+        let seconds = Double(now.nanoseconds) / 1e9
+        var taken = false
+        for index in routes.indices {
+            let id = routes[index].id
+            let outcome = routes[index].mapper.map(message, at: seconds) { midi in
+                echo.record(midi, from: controller)
+                sink?.routeOnQueue(MIDIEvent(midi, from: id, at: now))
+            }
+            switch outcome {
+            case .mapped:
+                taken = true
+            case .unmatched:
+                break
+            case .rejected(let rejection):
+                taken = true
+                counts.rejected += 1
+                if counts.rejected <= 20 || counts.rejected % 1000 == 0 {
+                    logger.warning("\(name): \(rejection) (\(counts.rejected) rejected so far)")
+                }
+            }
+        }
+        if !taken {
+            counts.unmatched += 1
+            logger.debug("\(name): no osc: entry takes \(message.address)")
+        }
+    }
+
+    /// Sends `message`'s feedback to the controllers heard from within `forget` seconds (not the one whose own
+    /// change it is) and to the targets.
+    fileprivate func feedback(for message: MIDIMessage, at time: MonotonicInstant) {
+        let seconds = Double(MonotonicClock.now().nanoseconds) / 1e9
+        var recipients = targets
+        for (address, lastSeen) in controllers where seconds - lastSeen <= settings.forgetAfter {
+            if echo.admits(message, to: address) { recipients.append(address) }
+        }
+        feedback.feedback(for: message) { osc in
+            for address in recipients { send(osc, to: address, at: time) }
+        }
+    }
+
+    private func sendFullState(to address: NetworkAddress) {
+        let now = MonotonicClock.now()
+        for message in feedback.fullState() { send(message, to: address, at: now) }
+    }
+
+    private func send(_ message: OSCMessage, to address: NetworkAddress, at time: MonotonicInstant) {
+        monitor?.show(osc: "\(message)", from: name, to: "\(address)", at: time)
+        do {
+            try socket.send(message, to: address)
+        } catch {
+            counts.sendFailures += 1
+            if counts.sendFailures <= 20 || counts.sendFailures % 1000 == 0 {
+                logger.warning("\(name): cannot send OSC to \(address): \(error) (\(counts.sendFailures) so far)")
+            }
+        }
+    }
+
+    /// Ticks the mappers every 10 ms while a smoothed value or an activity level is still moving.
+    private func scheduleTicks() {
+        guard ticker == nil, routes.contains(where: \.mapper.needsTick), let queue = sink?.queue else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(10), repeating: .milliseconds(10), leeway: .milliseconds(1))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        ticker = timer
+        timer.resume()
+    }
+
+    private func tick() {
+        let now = MonotonicClock.now()
+        let seconds = Double(now.nanoseconds) / 1e9
+        for index in routes.indices {
+            let id = routes[index].id
+            routes[index].mapper.tick(at: seconds) { midi in sink?.routeOnQueue(MIDIEvent(midi, from: id, at: now)) }
+        }
+        if !routes.contains(where: \.mapper.needsTick) {
+            ticker?.cancel()
+            ticker = nil
+        }
+    }
+}
+
+/// An `osc:` endpoint as the engine's sink: MIDI routed to it goes back to its controllers as OSC.
+final class OSCFeedbackSink: SinkEndpoint, @unchecked Sendable {
+    let endpoint: OSCEndpoint
+
+    init(endpoint: OSCEndpoint) {
+        self.endpoint = endpoint
+    }
+
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
+        endpoint.feedback(for: message, at: time)
+    }
+
+    func stop() { endpoint.close() }
+}
