@@ -30,7 +30,7 @@ let package = Package(
         // libasound's sequencer API with one-line C functions for its macros (Debian libasound2-dev).
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // ALSA sequencer client: ports, connections, hot-plug announcements, events <-> MIDI.
-        .target(name: "ALSA", dependencies: ["CALSA", "MIDI"]),
+        .target(name: "ALSA", dependencies: ["CALSA", "MIDI", "Transport"]),
         // liblo's message codec (Debian liblo-dev); jambridge owns its UDP sockets.
         .systemLibrary(name: "CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
         // OSC endpoints: packets <-> messages, UDP sockets, address-to-MIDI mapping both ways, motion -> activity.

@@ -4,6 +4,7 @@ import Glibc
 import CALSA
 import Dispatch
 import MIDI
+import Transport
 
 /// A port of the ALSA sequencer: which client and port.
 public struct SequencerAddress: Hashable, Sendable, CustomStringConvertible {
@@ -53,7 +54,8 @@ public final class ALSASequencer: @unchecked Sendable {
     private let calls: SequencerCalls
     private var queueID: Int32 = -1
     private var queueStart = MonotonicInstant(nanoseconds: 0)
-    private var wakeReader: Int32 = -1
+    /// Reading, once started; its thread closes the sequencer as it ends.
+    private var reader: PollingReader?
     private var isClosed = false
     private var event = snd_seq_event_t()
 
@@ -185,46 +187,15 @@ public final class ALSASequencer: @unchecked Sendable {
         _ = poll(&fds, nfds_t(count), 10)
     }
 
-    /// Starts reading: `handler` gets every input on `queue` (the engine's).
-    public func start(queue: DispatchQueue, _ handler: @escaping (SequencerInput) -> Void) {
-        var wake: [Int32] = [-1, -1]
-        guard wakeReader < 0, !isClosed, pipe(&wake) == 0 else { return }
-        wakeReader = wake[1]
+    /// Starts reading: `handler` gets every input on `queue` (the engine's), from a `PollingReader`.
+    public func start(queue: DispatchQueue, _ handler: @escaping (SequencerInput) -> Void) throws(TransportError) {
+        guard reader == nil, !isClosed else { return }
         var fds = [pollfd](repeating: pollfd(), count: Int(snd_seq_poll_descriptors_count(handle, Int16(POLLIN))))
         let count = Int(snd_seq_poll_descriptors(handle, &fds, UInt32(fds.count), Int16(POLLIN)))
-        fds = Array(fds.prefix(count)) + [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)]
-        let reader = Reader(sequencer: self, queue: queue, fds: fds, handler: handler)
-        var thread = pthread_t()
-        let started = pthread_create(&thread, nil, { context in
-            Unmanaged<Reader>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, Unmanaged.passRetained(reader).toOpaque())
-        if started == 0 { pthread_detach(thread) }
-    }
-
-    /// Reads on its own thread; everything it reads is handled on the engine's queue.
-    private final class Reader: @unchecked Sendable {
-        let sequencer: ALSASequencer
-        let queue: DispatchQueue
-        var fds: [pollfd]
-        let handler: (SequencerInput) -> Void
-
-        init(sequencer: ALSASequencer, queue: DispatchQueue, fds: [pollfd], handler: @escaping (SequencerInput) -> Void) {
-            self.sequencer = sequencer
-            self.queue = queue
-            self.fds = fds
-            self.handler = handler
-        }
-
-        func run() {
-            let wake = fds.count - 1
-            while true {
-                guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { break }
-                if fds[wake].revents != 0 { break }
-                queue.sync { sequencer.drainInput(handler) }
-            }
-            Glibc.close(fds[wake].fd)
-        }
+        nonisolated(unsafe) let handle = handle
+        reader = try PollingReader(watching: Array(fds.prefix(count)), queue: queue,
+                                   ready: { [self] _ in drainInput(handler) },
+                                   finished: { _ = snd_seq_close(handle) })
     }
 
     /// Handles every event waiting in the sequencer's input.
@@ -260,12 +231,11 @@ public final class ALSASequencer: @unchecked Sendable {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
-        if wakeReader >= 0 {
-            var byte: UInt8 = 1
-            _ = Glibc.write(wakeReader, &byte, 1)
-            Glibc.close(wakeReader)
+        if let reader {
+            reader.stop()
+        } else {
+            _ = snd_seq_close(handle)
         }
-        _ = snd_seq_close(handle)
     }
 }
 

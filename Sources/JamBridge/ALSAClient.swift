@@ -68,7 +68,11 @@ final class ALSAClient: @unchecked Sendable {
         guard !isStarted else { return }
         isStarted = true
         self.sink = sink
-        sequencer.start(queue: sink.queue) { [weak self] input in self?.handle(input) }
+        do {
+            try sequencer.start(queue: sink.queue) { [weak self] input in self?.handle(input) }
+        } catch {
+            logger.error("ALSA input: \(error); the alsa endpoints only send")
+        }
         sink.queue.async { [self] in connectMatching(sequencer.ports()) }
     }
 

@@ -321,13 +321,6 @@ private func alsaKind(_ value: String) throws -> EndpointKind? {
         ])
     }
 
-    @Test func oscStaysReserved() {
-        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000 } }\n") == [
-            "r.yaml:2:12: 'osc' endpoints are not supported by this version yet; use 'file: PATH' (play a MIDI file) "
-                + "or 'record: PATH' (record to a MIDI file)",
-        ])
-    }
-
     /// The ALSA example of jambridge-routes(5), kept in step with the page by hand.
     @Test func manPageExample() throws {
         let configuration = try parse("""

@@ -85,17 +85,13 @@ private func route(_ lines: String...) -> String {
     @Test func unknownRouteKeyListsAll() {
         #expect(mistakes(route("banana: 3")) == [
             "7:5: unknown key 'banana' in a route; the keys are from, to, only, except, channels, notes, "
-                + "convert, cc, cc-range, transpose, velocity, channel",
+                + "convert, cc, cc-range, transpose, velocity, channel, osc",
         ])
     }
 
     @Test func unknownEndpointKey() {
         #expect(mistakes("endpoints:\n  song: { file: a.mid, lop: true }\n") == [
             "2:24: unknown key 'lop'; did you mean 'loop'?",
-        ])
-        #expect(mistakes("endpoints:\n  phone: { osc: { listen: 8000 } }\n") == [
-            "2:12: 'osc' endpoints are not supported by this version yet; use 'file: PATH' (play a MIDI file) "
-                + "or 'record: PATH' (record to a MIDI file)",
         ])
     }
 
