@@ -69,8 +69,10 @@ public struct OSCRejection: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The message's address.
     public var address: String
+    /// What was wrong.
     public var reason: Reason
 
+    /// The rejection of a message to `address` for `reason`.
     public init(address: String, reason: Reason) {
         self.address = address
         self.reason = reason
