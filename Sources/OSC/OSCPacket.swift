@@ -17,6 +17,7 @@ public enum OSCDecodeError: Error, Equatable, Sendable, CustomStringConvertible 
     /// liblo refused a message (`LO_E*` in lo_errors.h).
     case liblo(code: Int32)
 
+    /// What is wrong, for the log: e.g. "OSC message /x has an unknown type tag 'z'".
     public var description: String {
         switch self {
         case .truncated(let needed, let available):
@@ -62,6 +63,7 @@ public enum OSCEncodeError: Error, Equatable, Sendable, CustomStringConvertible 
     /// liblo could not allocate the message.
     case outOfMemory
 
+    /// What cannot be encoded, for the log.
     public var description: String {
         switch self {
         case .addressWithoutSlash(let address): "OSC address '\(address)' does not start with '/'"

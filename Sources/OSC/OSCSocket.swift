@@ -22,6 +22,7 @@ public final class OSCSocket: @unchecked Sendable {
         /// The kernel refused the datagram.
         case transport(TransportError)
 
+        /// The encoding or transport error's own text.
         public var description: String {
             switch self {
             case .encoding(let error): error.description
@@ -59,7 +60,8 @@ public final class OSCSocket: @unchecked Sendable {
         buffer.deallocate()
     }
 
-    /// Starts reading: `handler` gets each datagram and its sender on `queue`.
+    /// Starts reading (once; later calls, or calls after `close`, do nothing): `handler` gets
+    /// each datagram and its sender on `queue`.
     public func start(queue: DispatchQueue, _ handler: @escaping (Datagram, NetworkAddress) -> Void) throws(TransportError) {
         guard reader == nil, !isClosed else { return }
         let socket = socket

@@ -48,7 +48,9 @@ public final class PollingReader: Sendable {
         self.thread = thread
     }
 
-    /// Stops the thread; no `ready` call starts after this returns. Called off `queue`, it waits
+    deinit { stop() }
+
+    /// Stops the thread (once); no `ready` call starts after this returns. Called off `queue`, it waits
     /// for the thread to end (`finished` has run); on `queue` (or from `ready`) it cannot, since
     /// the thread may be waiting for the queue, and the thread ends as soon as the queue lets it.
     public func stop() {
