@@ -1,5 +1,6 @@
 // rtpmidi-bench: jambridge's RTP-MIDI forwarding latency (against a bare UDP relay, in the
-// same run), sustained throughput, and idle RSS/CPU with many peers. See ../../rtpmidi-bench.sh.
+// same run), sustained throughput, and idle RSS/CPU with many peers; OSC in -> RTP-MIDI out latency and
+// throughput (OSCScenarios.swift). See ../../rtpmidi-bench.sh.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,13 +25,15 @@ func parseArguments() -> (Options, [String]) {
         case "--peers": options.peers = Int(value(argument))!
         case "--idle-seconds": options.idleSeconds = Double(value(argument))!
         case "--relay": options.relay = value(argument)
-        case "latency", "throughput", "idle", "glob": modes.append(argument)
+        case "latency", "throughput", "idle", "glob", "osc-latency", "osc-throughput": modes.append(argument)
         case "all": modes += ["latency", "throughput", "idle"]
         default:
             emit("""
-                usage: rtpmidi-bench [latency] [throughput] [idle] [all] [glob] --jambridge PATH [--base-port EVEN]
+                usage: rtpmidi-bench [latency] [throughput] [idle] [all] [glob] [osc-latency] [osc-throughput] --jambridge PATH [--base-port EVEN]
                        [--latency-seconds S] [--latency-rate N] [--throughput-seconds S] [--throughput-rate N]
                        [--batch N] [--peers N] [--idle-seconds S] [--relay poll|process|dispatch|dispatch-async|dispatch-timer|dispatch-async-timer]
+                osc-latency and osc-throughput read OSC_LATENCY_SECONDS, OSC_LATENCY_RATE, OSC_WARMUP_SECONDS,
+                OSC_THROUGHPUT_SECONDS, OSC_THROUGHPUT_RATE and OSC_BATCH from the environment (see OSCScenarios.swift)
                 """)
             exit(2)
         }
@@ -52,6 +55,8 @@ func main() {
             case "latency": try runLatency(o)
             case "throughput": try runThroughput(o)
             case "glob": runGlob()
+            case "osc-latency": try runOSCLatency(o)
+            case "osc-throughput": try runOSCThroughput(o)
             default: try runIdle(o)
             }
         }
