@@ -698,8 +698,9 @@ extension RouteFileDocument {
             Double(text)
         }
         let least = allowsZero ? "0 or more" : "above 0"
-        guard let seconds, seconds.isFinite, allowsZero ? seconds >= 0 : seconds > 0 else {
-            fail(node, "\(Self.describe(node)) is not a duration \(least); '\(key)' is "
+        // An hour bounds what a mapper may keep moving toward (smoothing, release) and what a controller may be.
+        guard let seconds, seconds.isFinite, allowsZero ? seconds >= 0 : seconds > 0, seconds <= 3600 else {
+            fail(node, "\(Self.describe(node)) is not a duration \(least), up to an hour; '\(key)' is "
                  + "seconds such as 0.08, or a text such as \"80ms\" or \"1.5s\"")
             return nil
         }

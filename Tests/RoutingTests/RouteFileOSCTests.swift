@@ -161,13 +161,16 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
     @Test func forgetIsADurationAboveZero() {
         let form = "'forget' is seconds such as 0.08, or a text such as \"80ms\" or \"1.5s\""
         #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: 0 } }\n") == [
-            "r.yaml:2:41: '0' is not a duration above 0; \(form)",
+            "r.yaml:2:41: '0' is not a duration above 0, up to an hour; \(form)",
         ])
         #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: soon } }\n") == [
-            "r.yaml:2:41: 'soon' is not a duration above 0; \(form)",
+            "r.yaml:2:41: 'soon' is not a duration above 0, up to an hour; \(form)",
         ])
         #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: -1s } }\n") == [
-            "r.yaml:2:41: '-1s' is not a duration above 0; \(form)",
+            "r.yaml:2:41: '-1s' is not a duration above 0, up to an hour; \(form)",
+        ])
+        #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, forget: 3601 } }\n") == [
+            "r.yaml:2:41: '3601' is not a duration above 0, up to an hour; \(form)",
         ])
     }
 
@@ -536,9 +539,9 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
         #expect(locatedMistakes(oscRoute("/a: { cc: 1, curve: 0 }", "/b: { cc: 1, smooth: -0.1 }",
                                          "/c: { cc: 1, smooth: fast }")) == [
             "r.yaml:7:27: 'curve' is a number above 0 (1 is straight, 2 bends slowly up, 0.5 quickly up), not '0'",
-            "r.yaml:8:28: '-0.1' is not a duration 0 or more; 'smooth' is seconds such as 0.08, or a text such as "
+            "r.yaml:8:28: '-0.1' is not a duration 0 or more, up to an hour; 'smooth' is seconds such as 0.08, or a text such as "
                 + "\"80ms\" or \"1.5s\"",
-            "r.yaml:9:28: 'fast' is not a duration 0 or more; 'smooth' is seconds such as 0.08, or a text such as "
+            "r.yaml:9:28: 'fast' is not a duration 0 or more, up to an hour; 'smooth' is seconds such as 0.08, or a text such as "
                 + "\"80ms\" or \"1.5s\"",
         ])
     }
@@ -559,9 +562,9 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
             "r.yaml:9:37: 'axes' lists the indexes of the x, y and z arguments, one to three, such as [0, 1, 2]",
             "r.yaml:9:58: unknown units 'ms2'; did you mean 'm/s2'? 'units' is g or m/s2",
             "r.yaml:10:42: 'high-pass' is a cutoff in Hz above 0, such as \(usual.highPass), not 0",
-            "r.yaml:10:53: '0' is not a duration above 0; 'attack' is seconds such as 0.08, or a text such as "
+            "r.yaml:10:53: '0' is not a duration above 0, up to an hour; 'attack' is seconds such as 0.08, or a text such as "
                 + "\"80ms\" or \"1.5s\"",
-            "r.yaml:10:65: 'never' is not a duration above 0; 'release' is seconds such as 0.08, or a text such as "
+            "r.yaml:10:65: 'never' is not a duration above 0, up to an hour; 'release' is seconds such as 0.08, or a text such as "
                 + "\"80ms\" or \"1.5s\"",
             "r.yaml:11:38: 'range' is [LOW, HIGH] in g with 0 <= LOW < HIGH, such as "
                 + "[\(usual.range.lowerBound), \(usual.range.upperBound)], not [1, 0.5]",
