@@ -21,8 +21,9 @@ declare -A corpus=(
     [FuzzOSCPacket]=osc-packet
     [FuzzOSCMapping]=osc-mapping
 )
-# Targets slower per input (two connected sessions each) run a fifth of the runs.
-declare -A divisor=([FuzzRecoveryJournal]=5)
+# Targets slower per input (two connected sessions each; a stream of messages through several
+# mappers with ticks) run a fifth of the runs.
+declare -A divisor=([FuzzRecoveryJournal]=5 [FuzzOSCMapping]=5)
 
 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld 2>&1 \
     | grep -E "error|warning: unre|Compiling Fuzz|Build complete" || true
