@@ -195,7 +195,8 @@ public enum OSCPacket {
 
     /// Encodes `message` into `buffer`, replacing what it held (its capacity is reused).
     public static func encode(_ message: OSCMessage, into buffer: inout [UInt8]) throws(OSCEncodeError) {
-        guard message.address.hasPrefix("/") else { throw .addressWithoutSlash(message.address) }
+        // The byte, not the Character: "/" and a combining mark after it are one Character.
+        guard message.address.utf8.first == UInt8(ascii: "/") else { throw .addressWithoutSlash(message.address) }
         guard !message.address.utf8.contains(0) else { throw .nulInString(message.address) }
         guard let lo = lo_message_new() else { throw .outOfMemory }
         defer { lo_message_free(lo) }

@@ -233,6 +233,13 @@ private func rawMessage(_ address: String, _ tags: String, _ arguments: [UInt8] 
         #expect(failures > 0)
     }
 
+    @Test func anAddressIsCheckedByItsBytes() throws {
+        // "/" then U+0597 (a combining mark) is one Character, not starting with the Character "/".
+        let address = String(decoding: [0x2F, 0xD6, 0x97, 0xFF], as: UTF8.self)
+        #expect(try decoded(rawMessage("/\u{0597}", ",")).get() == [OSCMessage("/\u{0597}")])
+        #expect(try decoded(encoded(OSCMessage(address))).get() == [OSCMessage(address)])
+    }
+
     @Test func encodingRefusesWhatOSCCannotCarry() {
         var bytes: [UInt8] = []
         #expect(throws: OSCEncodeError.addressWithoutSlash("fader")) { try OSCPacket.encode(OSCMessage("fader"), into: &bytes) }
