@@ -13,6 +13,11 @@ public protocol EventSink: AnyObject, Sendable {
     func routeOnQueue(_ event: MIDIEvent)
     /// Releases every note and pedal `source` holds (it looped, ended or went away).
     func releaseHeld(by source: EndpointID)
+    /// Runs `body` as one batch (call only on `queue`): a sink that gathers output (the RTP-MIDI session) sends
+    /// what the batch routed once, when it ends, instead of waking another thread to send it.
+    func routeBatch(_ body: () -> Void)
+    /// Adds `work` to the end of the running batch and returns true; false if no batch is running.
+    func atEndOfBatch(_ work: @escaping () -> Void) -> Bool
 }
 
 /// An endpoint that produces events (a file player; later ALSA ports, network peers, OSC).

@@ -12,6 +12,8 @@ public final class Engine: EventSink, @unchecked Sendable {
     private var sinks: [SinkEndpoint?]
     private var names: [String]
     private let monitor: EventMonitor?
+    private var inBatch = false
+    private var endOfBatch: [() -> Void] = []
 
     /// An engine routing by `graph` to `sinks` (indexed by EndpointID), naming endpoints by `names`.
     public init(graph: RouteGraph, sinks: [SinkEndpoint?], names: [String], monitor: EventMonitor?) {
@@ -28,6 +30,20 @@ public final class Engine: EventSink, @unchecked Sendable {
     public func routeOnQueue(_ event: MIDIEvent) {
         dispatchPrecondition(condition: .onQueue(queue))
         router.dispatch(event) { sink, message in deliver(message, from: event.source, to: sink, at: event.time) }
+    }
+
+    public func routeBatch(_ body: () -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        inBatch = true
+        body()
+        inBatch = false
+        while let work = endOfBatch.popLast() { work() }
+    }
+
+    public func atEndOfBatch(_ work: @escaping () -> Void) -> Bool {
+        guard inBatch else { return false }
+        endOfBatch.append(work)
+        return true
     }
 
     public func releaseHeld(by source: EndpointID) {

@@ -190,15 +190,16 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         scheduleFlush()
     }
 
-    /// Everything routed in this turn of the queue leaves in one packet per peer (a datagram's
-    /// handler flushes by itself).
+    /// Everything routed in this batch, or this turn of the queue, leaves in one packet per peer (a
+    /// datagram's handler flushes by itself).
     private func scheduleFlush() {
-        guard !runner.isHandlingDatagram, !flushScheduled, let queue = sink?.queue else { return }
+        guard !runner.isHandlingDatagram, !flushScheduled, let sink else { return }
         flushScheduled = true
-        queue.async { [self] in
+        let flush: @Sendable () -> Void = { [self] in
             flushScheduled = false
             session.flush()
         }
+        if !sink.atEndOfBatch(flush) { sink.queue.async(execute: flush) }
     }
 
     // MARK: RTPMIDISessionDelegate (on the engine's queue)

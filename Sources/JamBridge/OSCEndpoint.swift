@@ -36,7 +36,10 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     private weak var sink: EventSink?
     private var ticker: DispatchSourceTimer?
     private var isStopped = false
-    private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0)
+    private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0, controllersRefused: 0)
+    /// The most controllers fed back to at once: each costs a send per feedback message, and senders' addresses
+    /// can be forged.
+    static let maximumControllers = 64
 
     /// Opens the endpoint's socket; throws if the port cannot be had. Targets that do not resolve are logged
     /// and left out.
@@ -73,7 +76,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     func start(id: EndpointID, sink: EventSink) {
         self.sink = sink
         do {
-            try socket.start(queue: sink.queue) { [weak self] datagram, sender in self?.received(datagram, from: sender) }
+            try socket.start(queue: sink.queue) { [weak self] datagram, sender in
+                sink.routeBatch { self?.received(datagram, from: sender) }
+            }
         } catch {
             logger.error("\(name): \(error); this endpoint stays silent")
         }
@@ -101,13 +106,18 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         let now = MonotonicClock.now()
         let seconds = Double(now.nanoseconds) / 1e9
         let replyTo = settings.replyPort.map { sender.with(port: $0) } ?? sender
-        let returning = controllers[replyTo].map { seconds - $0 > settings.forgetAfter } ?? true
-        controllers[replyTo] = seconds
-        if returning { sendFullState(to: replyTo) }
+        var heard = false
         do throws(OSCDecodeError) {
             switch datagram {
             case .bytes(let bytes):
-                try OSCPacket.decode(bytes) { message, _ in map(message, from: replyTo, sender: sender, at: now) }
+                // The decoder checks the whole packet before it hands over a message: only OSC makes a controller.
+                try OSCPacket.decode(bytes) { message, _ in
+                    if !heard {
+                        heard = true
+                        heardFrom(replyTo, at: seconds)
+                    }
+                    map(message, from: replyTo, sender: sender, at: now)
+                }
             case .oversized(let count):
                 undecodable("a datagram of \(count) bytes, more than the largest accepted", from: sender)
             }
@@ -115,6 +125,30 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
             undecodable("\(error)", from: sender)
         }
         scheduleTicks()
+    }
+
+    /// Notes that the controller answered at `address` sent OSC at `seconds`; one that is new, or back after
+    /// `forget` seconds of silence, is sent the full state. Controllers silent that long are forgotten.
+    private func heardFrom(_ address: NetworkAddress, at seconds: Double) {
+        forgetSilentControllers(at: seconds)
+        if controllers[address] == nil {
+            guard controllers.count < Self.maximumControllers else {
+                counts.controllersRefused += 1
+                if counts.controllersRefused == 1 || counts.controllersRefused % 1000 == 0 {
+                    logger.warning("\(name): \(Self.maximumControllers) controllers at once; \(address) gets no feedback (\(counts.controllersRefused) refused so far)")
+                }
+                return
+            }
+            sendFullState(to: address)
+        }
+        controllers[address] = seconds
+    }
+
+    private func forgetSilentControllers(at seconds: Double) {
+        for (address, lastSeen) in controllers where seconds - lastSeen > settings.forgetAfter {
+            controllers[address] = nil
+            echo.forget(address)
+        }
     }
 
     private func undecodable(_ reason: String, from sender: NetworkAddress) {
@@ -157,11 +191,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// Sends `message`'s feedback to the controllers heard from within `forget` seconds (not the one whose own
     /// change it is) and to the targets.
     fileprivate func feedback(for message: MIDIMessage, at time: MonotonicInstant) {
-        let seconds = Double(MonotonicClock.now().nanoseconds) / 1e9
+        forgetSilentControllers(at: Double(MonotonicClock.now().nanoseconds) / 1e9)
         var recipients = targets
-        for (address, lastSeen) in controllers where seconds - lastSeen <= settings.forgetAfter {
-            if echo.admits(message, to: address) { recipients.append(address) }
-        }
+        for address in controllers.keys where echo.admits(message, to: address) { recipients.append(address) }
         feedback.feedback(for: message) { osc in
             for address in recipients { send(osc, to: address, at: time) }
         }
@@ -189,7 +221,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         guard ticker == nil, routes.contains(where: \.mapper.needsTick), let queue = sink?.queue else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(10), repeating: .milliseconds(10), leeway: .milliseconds(1))
-        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.setEventHandler { [weak self, weak sink] in sink?.routeBatch { self?.tick() } }
         ticker = timer
         timer.resume()
     }
