@@ -68,6 +68,7 @@ let package = Package(
             dependencies: [
                 .product(name: "MIDI", package: "jambridge"),
                 .product(name: "RTPMIDI", package: "jambridge"),
+                .product(name: "Transport", package: "jambridge"),
             ],
             path: "Benchmarks/RTPMIDIBench"
         ),

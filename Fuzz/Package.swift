@@ -17,12 +17,14 @@ let package = Package(
         ]),
         .executableTarget(name: "FuzzSessionPacket", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
+            .product(name: "Transport", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzRTPMIDIPayload", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzRecoveryJournal", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
+            .product(name: "Transport", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzOSCPacket", dependencies: ["FuzzSupport", .product(name: "OSC", package: "jambridge")]),
         .executableTarget(name: "FuzzOSCMapping", dependencies: [

@@ -32,10 +32,10 @@ struct SessionSettings: Equatable {
                 bonjourGlobs.append(NameGlob(glob))
             case .address(let host, let port):
                 let label = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-                if let address = Self.resolve(host, port: port) {
-                    addresses.append((address, label))
-                } else {
-                    problems.append("\(declaration.location): cannot resolve '\(host)'; this invitation is skipped")
+                do {
+                    addresses.append((try NetworkAddress.resolve(host, port: port), label))
+                } catch {
+                    problems.append("\(declaration.location): \(error); this invitation is skipped")
                 }
             }
         }
@@ -69,28 +69,5 @@ struct SessionSettings: Equatable {
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "jambridge" }
         let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return host.isEmpty ? "jambridge" : "jambridge on \(host)"
-    }
-
-    /// A numeric address, or the first address `host` resolves to (IPv4 preferred).
-    static func resolve(_ host: String, port: UInt16) -> NetworkAddress? {
-        if let numeric = NetworkAddress(numeric: host, port: port) { return numeric }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return nil }
-        defer { freeaddrinfo(list) }
-        var found: [NetworkAddress] = []
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let current = entry {
-            if let address = current.pointee.ai_addr {
-                var storage = sockaddr_storage()
-                withUnsafeMutableBytes(of: &storage) { raw in
-                    raw.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(current.pointee.ai_addrlen)))
-                }
-                if let resolved = NetworkAddress(socketAddress: storage) { found.append(resolved.with(port: port)) }
-            }
-            entry = current.pointee.ai_next
-        }
-        return found.first { $0.family == .ipv4 } ?? found.first
     }
 }

@@ -63,6 +63,19 @@ private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridge
     return (try JamBridgeProcess(["run", "--stop-after", "\(seconds)", file.path]), dir)
 }
 
+/// Starts jambridge forwarding the virtual keyboard (0-0) to the next device (0-1) unchanged, once connected.
+private func startForwarding(seconds: Int) throws -> (JamBridgeProcess, URL) {
+    let started = try startJamBridge("""
+        endpoints:
+          keys: { alsa: "Virtual Raw MIDI 0-0" }
+          synth: { alsa: "Virtual Raw MIDI 0-1" }
+        routes:
+          - { from: keys, to: synth }
+        """, seconds: seconds)
+    try waitForConnections(4) // both devices, both ways
+    return started
+}
+
 @Suite(.serialized) struct RoutingALSAIntegrationTests {
     @Test func aVirtualKeyboardPlaysThroughATransposeIntoAnotherDeviceAndBack() throws {
         let (daemon, _) = try startJamBridge("""
@@ -88,14 +101,7 @@ private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridge
     }
 
     @Test func clockTransportAndSystemMessagesKeepTheirOrder() throws {
-        let (daemon, _) = try startJamBridge("""
-            endpoints:
-              keys: { alsa: "Virtual Raw MIDI 0-0" }
-              synth: { alsa: "Virtual Raw MIDI 0-1" }
-            routes:
-              - { from: keys, to: synth }
-            """, seconds: 40)
-        try waitForConnections(4)
+        let (daemon, _) = try startForwarding(seconds: 40)
         let reader = try startReading(device: 1)
         let bytes = "FA F8 F8 F2 10 00 F8 F1 25 F3 02 F6 FC FB F8 FF"
         try play(bytes)
@@ -105,14 +111,7 @@ private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridge
     }
 
     @Test func aSixtyFourKiBSysExPassesByteExact() throws {
-        let (daemon, dir) = try startJamBridge("""
-            endpoints:
-              keys: { alsa: "Virtual Raw MIDI 0-0" }
-              synth: { alsa: "Virtual Raw MIDI 0-1" }
-            routes:
-              - { from: keys, to: synth }
-            """, seconds: 120)
-        try waitForConnections(4)
+        let (daemon, dir) = try startForwarding(seconds: 120)
         let received = dir.appendingPathComponent("received.syx")
         let reader = try startReading(device: 1, idleSeconds: 10, into: received)
         // A keyboard's cable: 512 bytes every 10 ms into the device, as a USB interface would deliver them.

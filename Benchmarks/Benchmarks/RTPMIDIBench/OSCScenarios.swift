@@ -4,9 +4,7 @@ import Glibc
 import Foundation
 import MIDI
 import RTPMIDI
-// Relay.swift names NetworkAddress without importing Transport (where it moved in 2365126); exported here so
-// the module builds. Drop this when Relay.swift imports Transport itself.
-@_exported import Transport
+import Transport
 
 // OSC into a running jambridge, MIDI out to an RTP-MIDI peer (issue 6 targets: OSC in -> MIDI out p99 under
 // 200 µs on loopback; 20,000 OSC messages/s without loss or unbounded memory).
@@ -106,54 +104,6 @@ enum OSCCode {
     }
 }
 
-/// What arrives on one path: loss, order and latency by sequence code (on B's queue).
-final class CodeCollector: @unchecked Sendable {
-    let sendTimes: Timestamps
-    let count: Int
-    let modulus: Int
-    private(set) var expected = 0
-    private(set) var received = 0
-    private(set) var lost = 0
-    private(set) var backwards = 0
-    private(set) var latencies: [UInt64] = []
-    private(set) var slowMessages: [(sent: UInt64, latency: UInt64)] = []
-    /// The first few gaps and backward steps: where the sequence expected `expected` and got `code`.
-    private(set) var anomalies: [String] = []
-    private(set) var arrivals = 0
-    private let skip: Int
-
-    init(count: Int, skip: Int, modulus: Int) {
-        sendTimes = Timestamps(count: count)
-        latencies.reserveCapacity(count)
-        self.count = count
-        self.skip = skip
-        self.modulus = modulus
-    }
-
-    func receive(code: Int, at time: MonotonicInstant) {
-        let m = modulus
-        arrivals += 1
-        let delta = (code - expected % m + m) % m
-        if delta != 0, anomalies.count < 6 {
-            anomalies.append("arrival \(arrivals): expected #\(expected) (code \(expected % m)), got code \(code) (\(delta < m / 2 ? "+\(delta)" : "-\(m - delta)"))")
-        }
-        guard delta < m / 2 else { backwards += 1; return }
-        lost += delta
-        let index = expected + delta
-        expected = index + 1
-        received += 1
-        if index >= skip, index < count {
-            let sent = sendTimes.get(index)
-            if sent > 0, time.nanoseconds >= sent {
-                latencies.append(time.nanoseconds - sent)
-                if time.nanoseconds - sent > 5_000_000 { slowMessages.append((sent, time.nanoseconds - sent)) }
-            }
-        }
-    }
-
-    func missing(sent: Int) -> Int { lost + sent - expected }
-}
-
 /// jambridge with an OSC endpoint on 127.0.0.1 routed to peer B; with `withRelay`, also peer A connected to B
 /// through the bare UDP relay (the floor of the RTP-MIDI `latency` scenario, for comparison in the same run).
 final class OSCRig {
@@ -226,9 +176,9 @@ func runOSCLatency(_ o: Options) throws {
     let rig = try OSCRig(o, withRelay: true)
     defer { for line in rig.finish() { emit(line) } }
     let sender = try OSCSender(to: rig.oscPort)
-    let relayPath = CodeCollector(count: perPath, skip: warmup, modulus: SequenceCode.modulus)
-    let faderPath = CodeCollector(count: perPath, skip: warmup, modulus: OSCCode.faderModulus)
-    let notePath = CodeCollector(count: perPath, skip: warmup, modulus: SequenceCode.modulus)
+    let relayPath = Collector(count: perPath, skip: warmup, modulus: SequenceCode.modulus)
+    let faderPath = Collector(count: perPath, skip: warmup, modulus: OSCCode.faderModulus)
+    let notePath = Collector(count: perPath, skip: warmup, modulus: SequenceCode.modulus)
     let paths = [relayPath, faderPath, notePath]
     rig.b.queue.sync {
         rig.b.onMessage = { message, peer, time in
@@ -303,7 +253,7 @@ func runOSCThroughput(_ o: Options) throws {
     let rig = try OSCRig(o, withRelay: false)
     defer { for line in rig.finish() { emit(line) } }
     let sender = try OSCSender(to: rig.oscPort)
-    let collector = CodeCollector(count: total, skip: 0, modulus: OSCCode.faderModulus)
+    let collector = Collector(count: total, skip: 0, modulus: OSCCode.faderModulus)
     rig.b.queue.sync {
         rig.b.onMessage = { message, _, time in
             if let code = OSCCode.faderCode(message) { collector.receive(code: code, at: time) }

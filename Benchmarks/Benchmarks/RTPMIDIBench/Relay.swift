@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import RTPMIDI
+import Transport
 
 /// The floor: a bare UDP relay on one thread. Four sockets on 127.0.0.1: a front pair
 /// (control N, data N+1) that peer A invites, and a back pair (M, M+1) that forwards to peer B's

@@ -30,9 +30,11 @@ protocol Relay: AnyObject { func start(); func stop() }
 extension UDPRelay: Relay {}
 extension DispatchRelay: Relay {}
 
-/// What arrives on one path at peer B: sequence check and latencies (on B's queue).
+/// What arrives on one path at peer B: loss, order and latency by sequence code (on B's queue).
 final class Collector: @unchecked Sendable {
     let sendTimes: Timestamps
+    let count: Int
+    let modulus: Int
     private(set) var expected = 0
     private(set) var received = 0
     private(set) var lost = 0
@@ -41,24 +43,37 @@ final class Collector: @unchecked Sendable {
     /// (send instant, latency) of every message slower than `slow`.
     private(set) var slowMessages: [(sent: UInt64, latency: UInt64)] = []
     var slow: UInt64 = 5_000_000
+    /// The first few gaps and backward steps: where the sequence expected `expected` and got `code`.
+    private(set) var anomalies: [String] = []
+    private(set) var arrivals = 0
     private let skip: Int
 
-    init(count: Int, skip: Int) {
+    init(count: Int, skip: Int, modulus: Int = SequenceCode.modulus) {
         sendTimes = Timestamps(count: count)
         latencies.reserveCapacity(count)
+        self.count = count
         self.skip = skip
+        self.modulus = modulus
     }
 
     func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
         guard let sequence = SequenceCode.sequence(message) else { return }
-        let m = SequenceCode.modulus
-        let delta = (sequence - expected % m + m) % m
+        receive(code: sequence, at: time)
+    }
+
+    func receive(code: Int, at time: MonotonicInstant) {
+        let m = modulus
+        arrivals += 1
+        let delta = (code - expected % m + m) % m
+        if delta != 0, anomalies.count < 6 {
+            anomalies.append("arrival \(arrivals): expected #\(expected) (code \(expected % m)), got code \(code) (\(delta < m / 2 ? "+\(delta)" : "-\(m - delta)"))")
+        }
         guard delta < m / 2 else { backwards += 1; return } // duplicate or reordered
         lost += delta
         let index = expected + delta
         expected = index + 1
         received += 1
-        if index >= skip {
+        if index >= skip, index < count {
             let sent = sendTimes.get(index)
             if sent > 0, time.nanoseconds >= sent {
                 latencies.append(time.nanoseconds - sent)
@@ -66,6 +81,8 @@ final class Collector: @unchecked Sendable {
             }
         }
     }
+
+    func missing(sent: Int) -> Int { lost + sent - expected }
 }
 
 /// Peers A and B connected to a running jambridge (A's messages routed to B) and, for the
