@@ -76,8 +76,10 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     func start(id: EndpointID, sink: EventSink) {
         self.sink = sink
         do {
-            try socket.start(queue: sink.queue) { [weak self] datagram, sender in
-                sink.routeBatch { self?.received(datagram, from: sender) }
+            try socket.start(queue: sink.queue, inBatches: { [weak sink] body in
+                if let sink { sink.routeBatch(body) } else { body() }
+            }) {
+                [weak self] datagram, sender in self?.received(datagram, from: sender)
             }
         } catch {
             logger.error("\(name): \(error); this endpoint stays silent")

@@ -61,17 +61,21 @@ public final class OSCSocket: @unchecked Sendable {
     }
 
     /// Starts reading (once; later calls, or calls after `close`, do nothing): `handler` gets
-    /// each datagram and its sender on `queue`.
-    public func start(queue: DispatchQueue, _ handler: @escaping (Datagram, NetworkAddress) -> Void) throws(TransportError) {
+    /// each datagram and its sender on `queue`; the datagrams waiting at one wake-up are handled
+    /// inside one call of `batch` (the engine's `routeBatch`, so their output leaves together).
+    public func start(queue: DispatchQueue, inBatches batch: @escaping (() -> Void) -> Void = { $0() },
+                      _ handler: @escaping (Datagram, NetworkAddress) -> Void) throws(TransportError) {
         guard reader == nil, !isClosed else { return }
         let socket = socket
         reader = try PollingReader(
             watching: [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)], queue: queue,
             ready: { [self] _ in
                 // A batch that waited for the queue while it closed us is dropped.
-                while !isClosed, let datagram = socket.receive(into: buffer) {
-                    let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<datagram.count])
-                    handler(datagram.isTruncated ? .oversized(byteCount: datagram.length) : .bytes(bytes), datagram.sender)
+                batch {
+                    while !isClosed, let datagram = socket.receive(into: buffer) {
+                        let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<datagram.count])
+                        handler(datagram.isTruncated ? .oversized(byteCount: datagram.length) : .bytes(bytes), datagram.sender)
+                    }
                 }
             },
             finished: { socket.close() })
