@@ -17,6 +17,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// One route from this endpoint: the ID its MIDI enters the router with, and its translation.
     struct Route {
         var id: EndpointID
+        var mapping: OSCRouteMapping
         var mapper: OSCInputMapper
     }
 
@@ -29,6 +30,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     // Touched only on the engine's queue once started.
     private var routes: [Route] = []
     private var feedback = OSCFeedbackMapper(mappings: [])
+    private var feedbackMappings: [OSCRouteMapping] = []
     private var echo = EchoFilter<NetworkAddress>()
     /// When each controller last sent, in monotonic seconds, by the address its feedback goes to (stable for a
     /// controller even if it sends from changing ports).
@@ -64,13 +66,21 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     }
 
     /// Puts `routes` (the routes from this endpoint, with their `osc:` blocks) and `feedback` (every `osc:`
-    /// block on a route from or to it) in force; call on the engine's queue. Notes held through a route that
-    /// is gone are released.
+    /// block on a route from or to it) in force; call on the engine's queue. A route whose block is unchanged
+    /// keeps its mapper (a button held through a reload still lets go); notes held through a route that is
+    /// gone or translates differently now are released.
     func configure(routes newRoutes: [(id: EndpointID, mapping: OSCRouteMapping)], feedback mappings: [OSCRouteMapping]) {
-        let kept = Set(newRoutes.map(\.id))
+        let old = Dictionary(routes.map { ($0.id, $0) }) { first, _ in first }
+        let kept = Set(newRoutes.filter { old[$0.id]?.mapping == $0.mapping }.map(\.id))
         for route in routes where !kept.contains(route.id) { sink?.releaseHeld(by: route.id) }
-        routes = newRoutes.map { Route(id: $0.id, mapper: OSCInputMapper(mapping: $0.mapping)) }
-        feedback = OSCFeedbackMapper(mappings: mappings)
+        routes = newRoutes.map { route in
+            if kept.contains(route.id), let same = old[route.id] { return same }
+            return Route(id: route.id, mapping: route.mapping, mapper: OSCInputMapper(mapping: route.mapping))
+        }
+        if mappings != feedbackMappings {
+            feedbackMappings = mappings
+            feedback = OSCFeedbackMapper(mappings: mappings)
+        }
     }
 
     func start(id: EndpointID, sink: EventSink) {

@@ -262,6 +262,74 @@ private struct OSCCounts: Equatable {
         #expect(OSCCounts(log: log, endpoint: "phone").map { [$0.messages, $0.rejected, $0.unmatched, $0.undecodable] } == [21, 0, 2, 0], "\(log)")
     }
 
+    @Test func theMonitorShowsOSCInAndOutAroundTheMappedMIDI() throws {
+        let dir = try temporaryDirectory()
+        let port = freshOSCPorts(1)[0]
+        let daemon = try startJamBridge(Self.phoneRoutes(listen: port), in: dir, listening: [port], options: ["--monitor"])
+        let out = try python(#"""
+            observer, phone = controller(), controller()
+            send(observer, "/hello")
+            send(phone, "/1/fader1", 0.5)
+            receive_until(observer, "/1/fader1 0.503937")
+            print("observer %d" % observer.getsockname()[1])
+            """#, ["\(port)"])
+        let observer = try #require(out.split(separator: "\n").first { $0.hasPrefix("observer ") }?.dropFirst(9), "\(out)")
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        // Each line: time, "FROM -> TO", then the OSC message or the MIDI one.
+        let lines = result.out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().joined(separator: " ") }
+        let start = try #require(lines.firstIndex { $0.hasSuffix("-> phone OSC /1/fader1 f 0.5") }, "\(result.out)")
+        #expect(Array(lines[(start + 1)...].prefix(3)) == [
+            "phone -> tape Control change 1, controller 21, value 64",
+            "phone -> phone Control change 1, controller 21, value 64",
+            "phone -> 127.0.0.1:\(observer) OSC /1/fader1 f 0.503937",
+        ], "\(result.out)")
+    }
+
+    /// A button held across a reload (SIGHUP): with its osc: block unchanged, letting go still sends the
+    /// note-off; with the block changed, the reload itself releases the note. A marker after letting go
+    /// shows where the note-off came (it would come only at the stop if the button were forgotten).
+    @Test(arguments: ["n + 35", "n + 47"]) func aButtonHeldAcrossAReloadLetsGo(_ noteAfterReload: String) throws {
+        let dir = try temporaryDirectory()
+        let port = freshOSCPorts(1)[0]
+        let routes = { (note: String) in """
+            endpoints:
+              phone: { osc: { listen: \(port), host: 127.0.0.1 } }
+              tape: { record: out.mid }
+            routes:
+              - from: phone
+                to: [tape, phone]
+                osc:
+                  /1/push<n:1-16>: { note: "\(note)", channel: 10 }
+                  /mark: { cc: 100, from: [0, 127] }
+            """ }
+        let daemon = try startJamBridge(routes("n + 35"), in: dir, listening: [port])
+        let press = try python(#"""
+            observer, phone = controller(), controller()
+            send(observer, "/hello")
+            send(phone, "/1/push1", 1.0)
+            receive_until(observer, "/1/push1 1.000000")
+            print("pressed")
+            """#, ["\(port)"])
+        #expect(press.contains("pressed"), "\(press)")
+        try routes(noteAfterReload).write(to: dir.appendingPathComponent("routes.yaml"), atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        Thread.sleep(forTimeInterval: 2) // the reload is logged; generous for a loaded machine
+        let release = try python(#"""
+            observer, phone = controller(), controller()
+            send(observer, "/hello")
+            send(phone, "/1/push1", 0.0)
+            send(phone, "/mark", 1)
+            receive_until(observer, "/mark 1.000000")
+            print("released")
+            """#, ["\(port)"])
+        #expect(release.contains("released"), "\(release)")
+        let log = stop(daemon)
+        #expect(log.contains("reloaded"), "\(log)")
+        #expect(try recorded(dir.appendingPathComponent("out.mid")) == [noteOn(9, 36, 100), noteOff(9, 36), cc(0, 100, 1)])
+    }
+
     @Test func midiFromAFileReachesOscdumpAsFeedbackThroughTheInverseMapping() throws {
         try #require(FileManager.default.isExecutableFile(atPath: oscdumpPath), "oscdump is missing: run scripts/install-deps.sh (liblo-tools)")
         let dir = try temporaryDirectory()
