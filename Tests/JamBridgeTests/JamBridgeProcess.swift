@@ -84,3 +84,24 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
     let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     return (exitStatus, String(decoding: output, as: UTF8.self))
 }
+
+/// True if a UDP socket is bound to `port` on any address, by /proc/net/udp{,6} (probing by binding the port
+/// could take it from jambridge at the moment it binds).
+func isBound(_ port: UInt16) -> Bool {
+    let hex = ":" + String(format: "%04X", port)
+    return ["/proc/net/udp", "/proc/net/udp6"].contains { table in
+        let lines = (try? String(contentsOfFile: table, encoding: .utf8))?.split(separator: "\n").dropFirst() ?? []
+        // Columns: sl local_address rem_address st ...; the local address ends with :PORT in hex.
+        return lines.contains { $0.split(separator: " ").dropFirst().first?.hasSuffix(hex) ?? false }
+    }
+}
+
+/// Waits (20 s at most) until `ports` are bound; the sockets queue datagrams from then on.
+func waitUntilBound(_ ports: [UInt16]) -> Bool {
+    let deadline = Date().addingTimeInterval(20)
+    while !ports.allSatisfy(isBound) {
+        guard Date() < deadline else { return false }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return true
+}

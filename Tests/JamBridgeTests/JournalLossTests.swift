@@ -71,7 +71,7 @@ private let ms: UInt64 = 1_000_000
               - { from: session, to: tape }
             """.write(to: receiverFile, atomically: true, encoding: .utf8)
         let receiver = try JamBridgeProcess(["run", "--monitor", "--stop-after", "9", receiverFile.path])
-        Thread.sleep(forTimeInterval: 0.3)
+        #expect(waitUntilBound([port, port + 1]), "the receiver did not open its session") // a loaded machine is slow to start it
         let senderResult = try jambridge(["run", "--stop-after", "8", sender])
         let receiverResult = receiver.finish()
         #expect(senderResult.status == 0, "\(senderResult.err)")

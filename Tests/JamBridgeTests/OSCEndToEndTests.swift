@@ -32,27 +32,6 @@ private func freshOSCPorts(_ count: Int) -> [UInt16] {
     return ports
 }
 
-/// True if a UDP socket is bound to `port` on any address, by /proc/net/udp{,6} (probing by binding the port
-/// could take it from jambridge at the moment it binds).
-private func isBound(_ port: UInt16) -> Bool {
-    let hex = ":" + String(format: "%04X", port)
-    return ["/proc/net/udp", "/proc/net/udp6"].contains { table in
-        let lines = (try? String(contentsOfFile: table, encoding: .utf8))?.split(separator: "\n").dropFirst() ?? []
-        // Columns: sl local_address rem_address st ...; the local address ends with :PORT in hex.
-        return lines.contains { $0.split(separator: " ").dropFirst().first?.hasSuffix(hex) ?? false }
-    }
-}
-
-/// Waits (20 s at most) until `ports` are bound; the sockets queue datagrams from then on.
-private func waitUntilBound(_ ports: [UInt16]) -> Bool {
-    let deadline = Date().addingTimeInterval(20)
-    while !ports.allSatisfy(isBound) {
-        guard Date() < deadline else { return false }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    return true
-}
-
 /// Writes `routes` as routes.yaml into `directory` and starts `jambridge run` on it; returns once the
 /// `listening` ports are bound.
 private func startJamBridge(_ routes: String, in directory: URL, listening: [UInt16],
