@@ -56,7 +56,7 @@ struct Run: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Flag(help: "Print every event as it reaches a sink, aseqdump-style.")
+    @Flag(help: "Print every event as it reaches a sink, aseqdump-style, and OSC in and out.")
     var monitor = false
 
     @Option(help: "Stop by itself after this many seconds.")
