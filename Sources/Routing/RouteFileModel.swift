@@ -246,6 +246,17 @@ public struct RouteConfiguration: Sendable {
         if session == nil, let firstUse {
             session = SessionDeclaration(location: firstUse.location)
         }
+        if let session {
+            for (fileIndex, document) in documents.enumerated() {
+                for listener in document.oscListeners where listener.clashes(with: session) {
+                    errorsByFile[fileIndex].append(RouteFileError(
+                        location: listener.location,
+                        message: "endpoint '\(listener.endpoint)' cannot listen on \(listener.address): the session "
+                            + "(at \(session.location)) uses UDP ports \(session.port) and \(session.port &+ 1); "
+                            + "give the OSC endpoint another 'listen' port"))
+                }
+            }
+        }
         if alsa == nil, let firstALSAUse {
             alsa = ALSADeclaration(location: firstALSAUse)
         }

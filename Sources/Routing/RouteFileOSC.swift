@@ -25,6 +25,13 @@ struct OSCListener {
             && (wildcards.contains(host) || wildcards.contains(other.host))
     }
 
+    /// True if the session's two UDP ports (on its `bind:` address, or on every address) take this port.
+    func clashes(with session: SessionDeclaration) -> Bool {
+        guard port == session.port || port == session.port &+ 1 else { return false }
+        guard let bind = session.bind else { return true }
+        return overlaps(OSCListener(host: bind, port: port, endpoint: "", location: location))
+    }
+
     /// The mistakes of endpoints listening where an earlier one (in file order) already listens, by file index.
     static func conflicts(in listenersByFile: [[OSCListener]]) -> [(file: Int, error: RouteFileError)] {
         var earlier: [OSCListener] = []

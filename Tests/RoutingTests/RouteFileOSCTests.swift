@@ -206,6 +206,29 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
         }
     }
 
+    @Test func anEndpointCannotListenOnTheSessionsPorts() {
+        #expect(locatedMistakes("""
+            session: { port: 6000, bind: 127.0.0.1 }
+            endpoints:
+              phone: { osc: { listen: 6001 } }
+              tablet: { osc: { listen: 6000, host: "::1" } }
+              pad: { osc: { listen: 6002 } }
+            """) == [
+            "r.yaml:3:27: endpoint 'phone' cannot listen on 0.0.0.0:6001: the session (at r.yaml:1:1) uses UDP ports "
+                + "6000 and 6001; give the OSC endpoint another 'listen' port",
+        ])
+        // A session no file declares, used by a route, takes the default ports on every address.
+        #expect(locatedMistakes("""
+            endpoints:
+              phone: { osc: { listen: 5004, host: 127.0.0.1 } }
+            routes:
+              - { from: phone, to: session }
+            """) == [
+            "r.yaml:2:27: endpoint 'phone' cannot listen on 127.0.0.1:5004: the session (at r.yaml:4:24) uses UDP "
+                + "ports 5004 and 5005; give the OSC endpoint another 'listen' port",
+        ])
+    }
+
     // MARK: - The osc block's forms
 
     @Test func aRouteWithoutABlockSpeaksMIDIOverOSC() throws {
