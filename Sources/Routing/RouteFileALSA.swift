@@ -56,32 +56,19 @@ extension RouteFileDocument {
             guard let name = scalarKey(keyNode) else { continue }
             switch name {
             case "client":
-                if let client = readALSAClientName(value, key: keyNode) { declaration.client = client }
+                if let client = readBoundedName(
+                    value, key: keyNode, maximumBytes: Self.maximumALSANameBytes, what: "the ALSA client name",
+                    limits: "ALSA names",
+                    notText: "'client' is the ALSA client's name as text, such as 'jambridge rack'",
+                    ifEmpty: "write the name other programs see, such as 'jambridge rack', or leave 'client' out for "
+                        + "'\(ALSADeclaration.defaultClientName)'") {
+                    declaration.client = client
+                }
             default:
                 failUnknownKey(keyNode, name, known: RouteFileVocabulary.alsaKeys, in: "the 'alsa' block")
             }
         }
         return declaration
-    }
-
-    /// The `client:` of the `alsa:` block: non-empty text of at most 63 UTF-8 bytes.
-    private mutating func readALSAClientName(_ node: Node, key: Node) -> String? {
-        guard let name = node.scalar?.string else {
-            fail(node, "'client' is the ALSA client's name as text, such as 'jambridge rack', not \(Self.describe(node))")
-            return nil
-        }
-        guard !name.isEmpty, !Self.isEmpty(node) else {
-            fail(Self.isEmpty(node) ? key : node, "the ALSA client name is empty; write the name other programs "
-                 + "see, such as 'jambridge rack', or leave 'client' out for '\(ALSADeclaration.defaultClientName)'")
-            return nil
-        }
-        let bytes = name.utf8.count
-        guard bytes <= Self.maximumALSANameBytes else {
-            fail(node, "the ALSA client name is \(bytes) bytes long; ALSA names are at most "
-                 + "\(Self.maximumALSANameBytes) bytes (UTF-8), so shorten it")
-            return nil
-        }
-        return name
     }
 
     /// The `alsa:` value of endpoint `endpoint`: "CLIENT", "CLIENT:PORT" or `{ create: NAME }`; nil (reported) otherwise.
@@ -146,7 +133,10 @@ extension RouteFileDocument {
             switch key {
             case "create":
                 sawCreate = true
-                name = readCreatedPortName(value, key: keyNode)
+                name = readBoundedName(
+                    value, key: keyNode, maximumBytes: Self.maximumALSANameBytes, what: "the port name",
+                    limits: "ALSA names", notText: "'create' is the name of the port jambridge creates, such as \"jam out\"",
+                    ifEmpty: "write the name other programs see, such as { create: \"jam out\" }")
                 if let name {
                     createdALSAPorts.append((name: name, endpoint: endpoint, location: location(value)))
                 } else {
@@ -167,27 +157,6 @@ extension RouteFileDocument {
         }
         guard valid, let name else { return nil }
         return .alsaCreated(name: name)
-    }
-
-    /// The `create:` name of an ALSA port: non-empty text of at most 63 UTF-8 bytes.
-    private mutating func readCreatedPortName(_ node: Node, key: Node) -> String? {
-        guard let name = node.scalar?.string else {
-            fail(node, "'create' is the name of the port jambridge creates, such as \"jam out\", "
-                 + "not \(Self.describe(node))")
-            return nil
-        }
-        guard !name.isEmpty, !Self.isEmpty(node) else {
-            fail(Self.isEmpty(node) ? key : node, "the port name is empty; write the name other programs see, "
-                 + "such as { create: \"jam out\" }")
-            return nil
-        }
-        let bytes = name.utf8.count
-        guard bytes <= Self.maximumALSANameBytes else {
-            fail(node, "the port name is \(bytes) bytes long; ALSA names are at most "
-                 + "\(Self.maximumALSANameBytes) bytes (UTF-8), so shorten it")
-            return nil
-        }
-        return name
     }
 }
 

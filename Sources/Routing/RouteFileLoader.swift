@@ -447,6 +447,26 @@ struct RouteFileDocument {
 
     // MARK: - Scalars and messages
 
+    /// A name written at `node` (under `key`): text of 1 to `maximumBytes` UTF-8 bytes. The messages say
+    /// `notText` when it is not text, `what` is empty and `ifEmpty`, or `what` is too long for `limits`.
+    mutating func readBoundedName(_ node: Node, key: Node, maximumBytes: Int, what: String, limits: String,
+                                  notText: String, ifEmpty: String) -> String? {
+        guard let name = node.scalar?.string else {
+            fail(node, "\(notText), not \(Self.describe(node))")
+            return nil
+        }
+        guard !name.isEmpty, !Self.isEmpty(node) else {
+            fail(Self.isEmpty(node) ? key : node, "\(what) is empty; \(ifEmpty)")
+            return nil
+        }
+        let bytes = name.utf8.count
+        guard bytes <= maximumBytes else {
+            fail(node, "\(what) is \(bytes) bytes long; \(limits) are at most \(maximumBytes) bytes (UTF-8), so shorten it")
+            return nil
+        }
+        return name
+    }
+
     /// An integer written in `node`, reported as "not a number" naming `what` and its `range` otherwise.
     mutating func readInteger(_ node: Node, what: String, range: String) -> Int? {
         guard let text = node.scalar?.string, let number = Int(text) else {

@@ -117,7 +117,12 @@ extension RouteFileDocument {
                 failUnknownKey(keyNode, name, known: RouteFileVocabulary.sessionKeys, in: "the session")
             }
         }
-        if let name = values["name"] { session.name = readSessionName(name.value, key: name.key) }
+        if let name = values["name"] {
+            session.name = readBoundedName(
+                name.value, key: name.key, maximumBytes: Self.maximumSessionNameBytes, what: "the session name",
+                limits: "Bonjour names", notText: "'name' is the session's name as text, such as 'Studio Rack'",
+                ifEmpty: "write the name peers see, such as 'Studio Rack', or leave 'name' out for 'jambridge on HOSTNAME'")
+        }
         if let port = values["port"], let number = readPort(port.value, what: "the session port") {
             session.port = number
         }
@@ -233,26 +238,6 @@ extension RouteFileDocument {
             return nil
         }
         return seconds
-    }
-
-    /// The `name:` of the session: non-empty text of at most 63 UTF-8 bytes.
-    private mutating func readSessionName(_ node: Node, key: Node) -> String? {
-        guard let name = node.scalar?.string else {
-            fail(node, "'name' is the session's name as text, such as 'Studio Rack', not \(Self.describe(node))")
-            return nil
-        }
-        guard !name.isEmpty, !Self.isEmpty(node) else {
-            fail(Self.isEmpty(node) ? key : node, "the session name is empty; write the name peers see, "
-                 + "such as 'Studio Rack', or leave 'name' out for 'jambridge on HOSTNAME'")
-            return nil
-        }
-        let bytes = name.utf8.count
-        guard bytes <= Self.maximumSessionNameBytes else {
-            fail(node, "the session name is \(bytes) bytes long; Bonjour names are at most "
-                 + "\(Self.maximumSessionNameBytes) bytes (UTF-8), so shorten it")
-            return nil
-        }
-        return name
     }
 
     /// A control port 1-65534 (the data port is the next one), described in messages as `what`.
