@@ -128,9 +128,7 @@ struct Ports: ParsableCommand {
     @Option(help: "How long to listen for Bonjour announcements, in seconds.")
     var browse: Double = 1
 
-    func validate() throws {
-        guard browse >= 0, browse.isFinite, browse <= 60 else { throw ValidationError("--browse takes 0 to 60 seconds") }
-    }
+    func validate() throws { try checkBrowse(browse) }
 
     func run() throws {
         _ = global.bootstrapLogging()
@@ -141,9 +139,7 @@ struct Ports: ParsableCommand {
             print("jambridge ports: \(error)", to: &standardError)
             print("# ALSA sequencer ports\n# not available")
         }
-        let (text, warnings) = PeerListing.report(browseSeconds: browse)
-        for warning in warnings { print("jambridge ports: \(warning)", to: &standardError) }
-        print(text, terminator: "")
+        printPeerListing(browseSeconds: browse, command: "ports")
     }
 }
 
@@ -159,15 +155,23 @@ struct Peers: ParsableCommand {
     @Option(help: "How long to listen for Bonjour announcements, in seconds.")
     var browse: Double = 2
 
-    func validate() throws {
-        guard browse >= 0, browse.isFinite, browse <= 60 else { throw ValidationError("--browse takes 0 to 60 seconds") }
-    }
+    func validate() throws { try checkBrowse(browse) }
 
     func run() throws {
         _ = global.bootstrapLogging()
-        let (text, warnings) = PeerListing.report(browseSeconds: browse)
-        var standardError = StandardError()
-        for warning in warnings { print("jambridge peers: \(warning)", to: &standardError) }
-        print(text, terminator: "")
+        printPeerListing(browseSeconds: browse, command: "peers")
     }
+}
+
+/// `--browse` takes 0 to 60 seconds.
+private func checkBrowse(_ seconds: Double) throws {
+    guard seconds >= 0, seconds.isFinite, seconds <= 60 else { throw ValidationError("--browse takes 0 to 60 seconds") }
+}
+
+/// Prints what `jambridge peers` lists, browsing Bonjour for `seconds`; warnings go to standard error as `command`'s.
+private func printPeerListing(browseSeconds seconds: Double, command: String) {
+    let (text, warnings) = PeerListing.report(browseSeconds: seconds)
+    var standardError = StandardError()
+    for warning in warnings { print("jambridge \(command): \(warning)", to: &standardError) }
+    print(text, terminator: "")
 }
