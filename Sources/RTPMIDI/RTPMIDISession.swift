@@ -306,6 +306,9 @@ public final class RTPMIDISession {
         func pass(_ message: MIDIMessage, ticks: UInt32) {
             counters.messagesReceived += 1
             if peer.playout != nil {
+                // Tracked when queued, not when played: a repair compares the journal with what
+                // we have accepted, and would play again what still waits for its time.
+                peer.midi.track(message)
                 if !peer.playout!.schedule(message, ticks: ticks, now: now) { counters.lateEvents += 1 }
             } else {
                 deliver(message, from: peer, at: now)
@@ -455,7 +458,7 @@ public final class RTPMIDISession {
                 remove(peer, reason: .timedOut, now: now)
                 continue
             }
-            peer.playout?.deliver(dueBy: now) { deliver($0, from: peer, at: now) }
+            peer.playout?.deliver(dueBy: now) { delegate.session(received: $0, from: peer.info, at: now) }
             if let due = peer.nextSync, now >= due { sendClockSync(peer, now: now) }
             if let due = peer.guardDue, now >= due { sendGuardPacket(peer, now: now) }
             if let due = peer.feedbackDue, now >= due, let sequence = peer.lastSequence {
@@ -526,7 +529,7 @@ public final class RTPMIDISession {
     private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
         peers[peer.info.ssrc] = nil
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
-        peer.playout?.deliver(dueBy: now, everything: true) { deliver($0, from: peer, at: now) }
+        peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now) }
         peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {

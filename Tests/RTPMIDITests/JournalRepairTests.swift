@@ -18,7 +18,7 @@ import Testing
 
     /// Hands B an RTP packet from A: sequence `sequence`, commands `commands` (complete
     /// messages, no deltas), and `journal` if given.
-    func deliver(_ commands: [MIDIMessage], sequence: UInt16, journal: RecoveryJournal? = nil,
+    func deliver(_ commands: [MIDIMessage], sequence: UInt16, timestamp: UInt32 = 1, journal: RecoveryJournal? = nil,
                  from a: RecordingHost, to b: RecordingHost, now: MonotonicInstant) {
         var list: [UInt8] = []
         var encoder = MIDIEncoder()
@@ -26,7 +26,8 @@ import Testing
             if index > 0 { list.append(0) } // delta time 0
             encoder.encode(message) { list.append($0) }
         }
-        var packet: [UInt8] = [0x80, 0x61, UInt8(sequence >> 8), UInt8(sequence & 0xFF), 0, 0, 0, 1]
+        var packet: [UInt8] = [0x80, 0x61, UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
+        packet += [UInt8(timestamp >> 24), UInt8((timestamp >> 16) & 0xFF), UInt8((timestamp >> 8) & 0xFF), UInt8(timestamp & 0xFF)]
         packet += [0, 0, 0, UInt8(a.session.ssrc)] // SSRC 100
         packet += [0x80 | (journal == nil ? 0 : 0x40) | UInt8(list.count >> 8), UInt8(list.count & 0xFF)] + list
         journal?.encode(into: &packet)
@@ -105,6 +106,39 @@ import Testing
         deliver([noteOn(0, 62)], sequence: 12, from: a, to: b, now: net.now) // duplicate
         #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 62)])
         #expect(b.session.counters.latePackets == 2)
+    }
+
+    @Test(arguments: [true, false])
+    func aRepairDoesNotReplayWhatWaitsForItsTimeOrWasPlayed(timestampPlayout: Bool) {
+        let (net, a, b) = connected { $0.playout = [(NameGlob("*"), timestampPlayout)] }
+        let t0 = net.now
+        func at(_ milliseconds: UInt64) -> MonotonicInstant { t0.advanced(byNanoseconds: milliseconds * 1_000_000) }
+        var clock = t0
+        func run(until end: MonotonicInstant) { // B's timer, 1 ms steps
+            while clock < end {
+                clock = min(end, clock.advanced(byNanoseconds: 1_000_000))
+                if let deadline = b.session.nextDeadline, deadline <= clock { b.session.tick(now: clock) }
+            }
+        }
+        let journal = RecoveryJournal(checkpoint: 0, channels: [ChannelJournal(channel: 0, controllers: [
+            ControllerLog(number: 20, tool: .value(1)), ControllerLog(number: 21, tool: .value(2)),
+            ControllerLog(number: 27, tool: .value(0)),
+        ])])
+        // Controller changes 20 ms apart (RTP timestamps in 0.1 ms). Packet 1 was held up 40 ms (a
+        // loaded machine), so the playout delay is 40 ms and packet 2's event waits until 60 ms.
+        deliver([cc(0, 27, 0)], sequence: 1, timestamp: 0, from: a, to: b, now: at(40))
+        run(until: at(41))
+        deliver([cc(0, 20, 1)], sequence: 2, timestamp: 200, journal: RecoveryJournal(checkpoint: 0), from: a, to: b, now: at(41))
+        run(until: at(45))
+        // The guard packet 10 ms after packet 3 overtakes it: its journal repairs packet 3's
+        // change only; packet 2's is waiting for its time, not lost.
+        deliver([], sequence: 4, timestamp: 400, journal: journal, from: a, to: b, now: at(45))
+        run(until: at(46))
+        deliver([cc(0, 21, 2)], sequence: 3, timestamp: 300, from: a, to: b, now: at(46)) // late: dropped
+        run(until: at(200))
+        #expect(b.received.map(\.0) == [cc(0, 27, 0), cc(0, 20, 1), cc(0, 21, 2)])
+        #expect(b.session.counters.repairs == 1 && b.session.counters.repairMessages == 1)
+        #expect(b.session.counters.latePackets == 1)
     }
 
     @Test func lossIsSeenAcrossTheSequenceNumberWrap() {
