@@ -223,14 +223,10 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     }
 
     private func graph(_ configuration: RouteConfiguration) -> RouteGraph {
-        let routes = configuration.routes.enumerated().map { index, route in
-            CompiledRoute(sources: route.from.map { oscRouteIDs[OSCRouteKey(endpoint: $0, route: index)] ?? id($0) },
-                          sinks: route.to.map(id), stages: route.stages)
-        }
-        return RouteGraph(routes: routes, endpointCount: names.count)
+        RouteGraph(routes: configuration.compiledRoutes(endpointID: { ids[$0] ?? EndpointID(UInt16.max) },
+                                                        sourceID: { oscRouteIDs[OSCRouteKey(endpoint: $0, route: $1)] }),
+                   endpointCount: names.count)
     }
-
-    private func id(_ name: String) -> EndpointID { ids[name] ?? EndpointID(UInt16.max) }
 
     /// Gives each route from an OSC endpoint its own source ID (kept while the endpoint and the route's
     /// place stay), named as the endpoint.

@@ -119,42 +119,45 @@ public struct RouteConfiguration: Sendable {
         try merge([RouteFileDocument(yaml: yaml, file: file)])
     }
 
-    /// The routes as the router runs them, with endpoint names turned into IDs by `endpointID`.
-    public func compiledRoutes(endpointID: (String) -> EndpointID) -> [CompiledRoute] {
-        routes.map { route in
-            CompiledRoute(sources: route.from.map(endpointID),
+    /// The routes as the router runs them, with endpoint names turned into IDs by `endpointID`; a source for
+    /// which `sourceID` gives an ID (by name and route index: an OSC endpoint's route) enters under that one.
+    public func compiledRoutes(endpointID: (String) -> EndpointID,
+                               sourceID: (_ name: String, _ route: Int) -> EndpointID? = { _, _ in nil }) -> [CompiledRoute] {
+        routes.enumerated().map { index, route in
+            CompiledRoute(sources: route.from.map { sourceID($0, index) ?? endpointID($0) },
                           sinks: route.to.map(endpointID),
                           stages: route.stages)
         }
     }
 
+    /// The first of `documents` to declare the block at `declaration`; every later one is a mistake, added to
+    /// `errors` (by file) as "`name` is already declared ...; all route files together declare one `block`".
+    private static func onlyDeclaration<Block>(
+        of declaration: KeyPath<RouteFileDocument, Block?>, at location: KeyPath<Block, SourceLocation>,
+        in documents: [RouteFileDocument], named name: String, block: String, errors: inout [[RouteFileError]]
+    ) -> Block? {
+        var first: Block?
+        for (fileIndex, document) in documents.enumerated() {
+            guard let declared = document[keyPath: declaration] else { continue }
+            if let first {
+                errors[fileIndex].append(RouteFileError(
+                    location: declared[keyPath: location],
+                    message: "\(name) is already declared at \(first[keyPath: location]); "
+                        + "all route files together declare one \(block)"))
+            } else {
+                first = declared
+            }
+        }
+        return first
+    }
+
     /// Checks names across `documents`, then returns the merged configuration or every error.
     private static func merge(_ documents: [RouteFileDocument]) throws(RouteFileErrors) -> RouteConfiguration {
         var errorsByFile: [[RouteFileError]] = documents.map(\.errors)
-        var session: SessionDeclaration?
-        for (fileIndex, document) in documents.enumerated() {
-            guard let declared = document.session else { continue }
-            if let first = session {
-                errorsByFile[fileIndex].append(RouteFileError(
-                    location: declared.location,
-                    message: "the session is already declared at \(first.location); "
-                        + "all route files together declare one 'session'"))
-            } else {
-                session = declared
-            }
-        }
-        var alsa: ALSADeclaration?
-        for (fileIndex, document) in documents.enumerated() {
-            guard let declared = document.alsa else { continue }
-            if let first = alsa {
-                errorsByFile[fileIndex].append(RouteFileError(
-                    location: declared.location,
-                    message: "the ALSA client is already declared at \(first.location); "
-                        + "all route files together declare one 'alsa' block"))
-            } else {
-                alsa = declared
-            }
-        }
+        var session = onlyDeclaration(of: \.session, at: \.location, in: documents, named: "the session",
+                                      block: "'session'", errors: &errorsByFile)
+        var alsa = onlyDeclaration(of: \.alsa, at: \.location, in: documents, named: "the ALSA client",
+                                   block: "'alsa' block", errors: &errorsByFile)
         // Where the ALSA client is first needed (an `alsa:` endpoint), in file order.
         var firstALSAUse: SourceLocation?
         // Ports created by `alsa: { create: NAME }` endpoints, by name: one client cannot create two with one name.
