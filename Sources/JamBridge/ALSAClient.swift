@@ -60,13 +60,10 @@ final class ALSAClient: @unchecked Sendable {
         }
     }
 
-    /// True once `start` was called (on the daemon's control queue).
-    private(set) var isStarted = false
-
-    /// Starts delivering into `sink` and connects every endpoint to the ports there are now.
+    /// Starts delivering into `sink` and connects every endpoint to the ports there are now; once (on the
+    /// daemon's control queue).
     func start(sink: EventSink) {
-        guard !isStarted else { return }
-        isStarted = true
+        guard self.sink == nil else { return }
         self.sink = sink
         do {
             try sequencer.start(queue: sink.queue) { [weak self] input in self?.handle(input) }
@@ -88,9 +85,6 @@ final class ALSAClient: @unchecked Sendable {
         sequencer.deletePort(port.port)
     }
 
-    /// The ports (of other clients) there are now, for `jambridge ports`.
-    func ports() -> [SequencerPort] { sequencer.ports() }
-
     /// The engine's queue, once started: where the endpoints' paced output resumes.
     var queue: DispatchQueue? { sink?.queue }
 
@@ -103,7 +97,7 @@ final class ALSAClient: @unchecked Sendable {
             }
         } catch {
             failures += 1
-            if failures <= 20 || failures % 1000 == 0 { logger.warning("\(error) (\(failures) failures so far)") }
+            if isLogged(failures) { logger.warning("\(error) (\(failures) failures so far)") }
         }
     }
 

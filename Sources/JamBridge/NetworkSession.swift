@@ -237,7 +237,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func session(dropped reason: String, from address: NetworkAddress) {
         // Every drop is counted; the log shows the first ones and then every thousandth.
         droppedLogged += 1
-        if droppedLogged <= 20 || droppedLogged % 1000 == 0 {
+        if isLogged(droppedLogged) {
             logger.warning("dropped a datagram from \(address): \(reason) (\(droppedLogged) so far)")
         }
     }

@@ -109,8 +109,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// Closes the socket and logs the counts; the engine calls this through `OSCFeedbackSink`.
     func close() {
         socket.close()
-        let rejected = routes.reduce(0) { $0 + $1.mapper.rejections.total }
-        logger.info("\(name): \(counts.messages) OSC messages in, \(rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures")
+        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures")
     }
 
     private func received(_ datagram: OSCSocket.Datagram, from sender: NetworkAddress) {
@@ -165,7 +164,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
 
     private func undecodable(_ reason: String, from sender: NetworkAddress) {
         counts.undecodable += 1
-        if counts.undecodable <= 20 || counts.undecodable % 1000 == 0 {
+        if isLogged(counts.undecodable) {
             logger.warning("\(name): undecodable OSC from \(sender): \(reason) (\(counts.undecodable) so far)")
         }
     }
@@ -189,7 +188,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
             case .rejected(let rejection):
                 taken = true
                 counts.rejected += 1
-                if counts.rejected <= 20 || counts.rejected % 1000 == 0 {
+                if isLogged(counts.rejected) {
                     logger.warning("\(name): \(rejection) (\(counts.rejected) rejected so far)")
                 }
             }
@@ -222,7 +221,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
             try socket.send(message, to: address)
         } catch {
             counts.sendFailures += 1
-            if counts.sendFailures <= 20 || counts.sendFailures % 1000 == 0 {
+            if isLogged(counts.sendFailures) {
                 logger.warning("\(name): cannot send OSC to \(address): \(error) (\(counts.sendFailures) so far)")
             }
         }
