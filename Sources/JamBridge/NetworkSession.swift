@@ -105,9 +105,13 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
                   let address = service.addresses.lazy.compactMap({ NetworkAddress(numeric: $0, port: service.port) }).first
             else { return }
             if let previous = discovered[service.name], previous != address { session.stopInviting(previous) }
+            guard session.invite(address, label: "'\(service.name)'", now: MonotonicClock.now()) else {
+                discovered[service.name] = nil
+                logger.warning("found '\(service.name)' on Bonjour at \(address) but not inviting it: \(configuration.maxPeers) sessions are invited already (max-peers)")
+                return
+            }
             discovered[service.name] = address
             logger.info("found '\(service.name)' on Bonjour at \(address); inviting it")
-            session.invite(address, label: "'\(service.name)'", now: MonotonicClock.now())
             runner.reschedule()
         case .lost(let name):
             // A connected peer stays until it leaves; it is invited again when it is announced again.
@@ -148,7 +152,9 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     /// Keeps inviting `address` until it joins (and again after it leaves).
     func invite(_ address: NetworkAddress, label: String) {
         sink?.queue.async { [self] in
-            session.invite(address, label: label, now: MonotonicClock.now())
+            if !session.invite(address, label: label, now: MonotonicClock.now()) {
+                logger.warning("not inviting \(label): \(configuration.maxPeers) sessions are invited already (max-peers)")
+            }
             runner.reschedule()
         }
     }
@@ -171,7 +177,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             let port = ports.controlPort
             statusQueue.sync { SessionStatus.remove(port: port) } // after any write still queued
             let c = session.counters
-            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused")
+            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
         }
         self.sink = nil
     }

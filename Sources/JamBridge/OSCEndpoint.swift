@@ -117,7 +117,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         let now = MonotonicClock.now()
         let seconds = Double(now.nanoseconds) / 1e9
         let replyTo = settings.replyPort.map { sender.with(port: $0) } ?? sender
-        var heard = false
+        var heard = false, isController = false
         do throws(OSCDecodeError) {
             switch datagram {
             case .bytes(let bytes):
@@ -125,9 +125,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
                 try OSCPacket.decode(bytes) { message, _ in
                     if !heard {
                         heard = true
-                        heardFrom(replyTo, at: seconds)
+                        isController = heardFrom(replyTo, at: seconds)
                     }
-                    map(message, from: replyTo, sender: sender, at: now)
+                    map(message, from: isController ? replyTo : nil, sender: sender, at: now)
                 }
             case .oversized(let count):
                 undecodable("a datagram of \(count) bytes, more than the largest accepted", from: sender)
@@ -140,7 +140,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
 
     /// Notes that the controller answered at `address` sent OSC at `seconds`; one that is new, or back after
     /// `forget` seconds of silence, is sent the full state. Controllers silent that long are forgotten.
-    private func heardFrom(_ address: NetworkAddress, at seconds: Double) {
+    /// False if it is not one (`maximumControllers` are known already): it gets no feedback and nothing
+    /// is kept about it.
+    private func heardFrom(_ address: NetworkAddress, at seconds: Double) -> Bool {
         forgetSilentControllers(at: seconds)
         if controllers[address] == nil {
             guard controllers.count < Self.maximumControllers else {
@@ -148,11 +150,12 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
                 if counts.controllersRefused == 1 || counts.controllersRefused % 1000 == 0 {
                     logger.warning("\(name): \(Self.maximumControllers) controllers at once; \(address) gets no feedback (\(counts.controllersRefused) refused so far)")
                 }
-                return
+                return false
             }
             sendFullState(to: address)
         }
         controllers[address] = seconds
+        return true
     }
 
     private func forgetSilentControllers(at seconds: Double) {
@@ -169,7 +172,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         }
     }
 
-    private func map(_ message: OSCMessage, from controller: NetworkAddress, sender: NetworkAddress, at now: MonotonicInstant) {
+    /// Maps `message` by every route; `controller` (nil for a sender that is not one) is remembered as the
+    /// source of what it produced, so that its own values are not echoed back to it.
+    private func map(_ message: OSCMessage, from controller: NetworkAddress?, sender: NetworkAddress, at now: MonotonicInstant) {
         counts.messages += 1
         monitor?.show(osc: "\(message)", from: "\(sender)", to: name, at: now)
         let seconds = Double(now.nanoseconds) / 1e9
@@ -177,7 +182,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         for index in routes.indices {
             let id = routes[index].id
             let outcome = routes[index].mapper.map(message, at: seconds) { midi in
-                echo.record(midi, from: controller)
+                if let controller { echo.record(midi, from: controller) }
                 sink?.routeOnQueue(MIDIEvent(midi, from: id, at: now))
             }
             switch outcome {

@@ -22,6 +22,7 @@ struct SessionSettings: Equatable {
     init(_ declaration: SessionDeclaration, peerGlobs: [String], problems: inout [String]) {
         var configuration = SessionConfiguration(name: declaration.name ?? Self.defaultName())
         configuration.peerTimeout = UInt64(declaration.timeout) * 1_000_000_000
+        configuration.maxPeers = declaration.maxPeers
         configuration.runningStatus = declaration.runningStatus
         configuration.playout = declaration.playout.map { (NameGlob($0.glob), $0.mode == .timestamp) }
         var addresses: [(NetworkAddress, String)] = []
@@ -56,6 +57,7 @@ struct SessionSettings: Equatable {
     static func == (a: Self, b: Self) -> Bool {
         a.configuration.name == b.configuration.name && a.configuration.accept == b.configuration.accept
             && a.configuration.peerTimeout == b.configuration.peerTimeout
+            && a.configuration.maxPeers == b.configuration.maxPeers
             && a.configuration.runningStatus == b.configuration.runningStatus
             && a.configuration.playout.map(\.glob) == b.configuration.playout.map(\.glob)
             && a.configuration.playout.map(\.timestamp) == b.configuration.playout.map(\.timestamp)

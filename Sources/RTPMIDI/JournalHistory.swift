@@ -22,10 +22,12 @@ struct JournalHistory {
     private(set) var checkpoint: UInt16
     private var changes: [MIDIState.Change] = []
     /// Per channel and number: the packet a note, controller or poly pressure last changed in.
-    private var noteSequence = [UInt16](repeating: 0, count: 16 * 128)
-    private var noteTick = [UInt32](repeating: 0, count: 16 * 128)
-    private var controllerSequence = [UInt16](repeating: 0, count: 16 * 128)
-    private var polySequence = [UInt16](repeating: 0, count: 16 * 128)
+    /// Empty until the first message is recorded (20 KB a peer: a peer we never send to, or
+    /// an invitation that never completes, costs none of it).
+    private var noteSequence: [UInt16] = []
+    private var noteTick: [UInt32] = []
+    private var controllerSequence: [UInt16] = []
+    private var polySequence: [UInt16] = []
     /// Per channel: the packet program, pitch wheel and channel pressure last changed in.
     private var programSequence = [UInt16](repeating: 0, count: 16)
     private var wheelSequence = [UInt16](repeating: 0, count: 16)
@@ -56,6 +58,12 @@ struct JournalHistory {
 
     /// Notes that `message`, stamped `tick`, went out in packet `sequence`.
     mutating func record(_ message: MIDIMessage, sequence: UInt16, tick: UInt32) {
+        if noteSequence.isEmpty {
+            noteSequence = [UInt16](repeating: 0, count: 16 * 128)
+            noteTick = [UInt32](repeating: 0, count: 16 * 128)
+            controllerSequence = [UInt16](repeating: 0, count: 16 * 128)
+            polySequence = [UInt16](repeating: 0, count: 16 * 128)
+        }
         state.apply(message, changes: &changes)
         for change in changes {
             switch change {

@@ -47,8 +47,14 @@ public struct SessionCounters: Equatable, Sendable {
     public var unknownSender = 0
     /// Missing RTP sequence numbers seen (packets lost or reordered on the way).
     public var sequenceGaps = 0
-    /// Invitations we turned down (policy, version, SSRC collision, data IN without control).
+    /// Invitations we turned down (policy, version, SSRC collision, data IN without control,
+    /// a full session).
     public var invitationsRejected = 0
+    /// Of those, the ones turned down because `maxPeers` peers or `halfOpenLimit` invitations
+    /// waiting for their data port were there already.
+    public var invitationsOverLimit = 0
+    /// Invitations forgotten because their data-port IN never came.
+    public var halfOpenExpired = 0
     /// Times a peer used our own SSRC.
     public var ssrcCollisions = 0
     /// SysEx messages dropped: longer than the limit, or a segment lost or cancelled.
@@ -81,8 +87,10 @@ public final class RTPMIDISession {
 
     private unowned let delegate: RTPMIDISessionDelegate
     private let random: () -> UInt32
-    /// Peers by control SSRC, and the control SSRC of each data SSRC.
+    /// Connected peers by control SSRC, and the control SSRC of each data SSRC.
     private var peers: [UInt32: SessionPeer] = [:]
+    /// Invitations accepted on the control port and waiting for the data port, by SSRC.
+    private var halfOpen: [UInt32: HalfOpenPeer] = [:]
     private var controlSSRCByDataSSRC: [UInt32: UInt32] = [:]
     private var targets: [InvitationTarget] = []
     private var datagram: [UInt8] = []
@@ -102,7 +110,7 @@ public final class RTPMIDISession {
 
     /// The connected peers.
     public var connectedPeers: [PeerInfo] {
-        peers.values.filter { $0.stage == .connected }.map(\.info).sorted { $0.name < $1.name }
+        peers.values.map(\.info).sorted { $0.name < $1.name }
     }
 
     // MARK: Receiving
@@ -141,20 +149,46 @@ public final class RTPMIDISession {
     private func controlInvitation(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
         let name = h.name ?? ""
         if let refusal = refusal(of: h, name: name) {
-            counters.invitationsRejected += 1
-            sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
-            delegate.session(dropped: "invitation from '\(name)' refused: \(refusal)", from: address)
+            refuse(h, name: name, from: address, because: refusal)
             return
         }
-        if let existing = peers[h.ssrc] { // the peer restarted and invites again: start afresh
+        // The peer restarted and invites again: start afresh (a new SSRC from its address replaces it too).
+        if let existing = peers[h.ssrc] {
             remove(existing, reason: .reinvited, now: now)
+        } else if let existing = peers.values.first(where: { $0.info.address == address }) {
+            remove(existing, reason: .restarted, now: now)
+        }
+        halfOpen = halfOpen.filter { $0.key != h.ssrc && $0.value.info.address != address }
+        if let limit = overLimit() {
+            counters.invitationsOverLimit += 1
+            refuse(h, name: name, from: address, because: limit)
+            return
         }
         let info = PeerInfo(ssrc: h.ssrc, name: name, address: address, weInvited: false, clock: nil)
-        peers[h.ssrc] = makePeer(info, token: h.token, now: now)
+        halfOpen[h.ssrc] = HalfOpenPeer(info: info, token: h.token,
+                                        expires: now.advanced(byNanoseconds: configuration.halfOpenTimeout))
         for index in targets.indices where targets[index].address == address {
             targets[index].state = .connected(ssrc: h.ssrc) // it invited us first: no need to invite it
         }
         sendSession(.accepted(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
+    }
+
+    /// Why one more peer cannot be taken in, or nil if it can.
+    private func overLimit() -> String? {
+        if halfOpen.count >= configuration.halfOpenLimit {
+            return "\(halfOpen.count) invitations are already waiting for their data port"
+        }
+        if peers.count + halfOpen.count >= configuration.maxPeers {
+            return "the session is full (max-peers: \(configuration.maxPeers))"
+        }
+        return nil
+    }
+
+    /// Answers a control-port invitation NO, counts it and reports why.
+    private func refuse(_ h: SessionPacket.Handshake, name: String, from address: NetworkAddress, because reason: String) {
+        counters.invitationsRejected += 1
+        sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
+        delegate.session(dropped: "invitation from '\(name)' refused: \(reason)", from: address)
     }
 
     /// Why an invitation is turned down, or nil to accept it.
@@ -169,7 +203,7 @@ public final class RTPMIDISession {
         if h.ssrc == ssrc {
             counters.ssrcCollisions += 1
             // Our SSRC is ours to change only while no peer knows it.
-            guard peers.isEmpty, !targets.contains(where: { if case .inviting = $0.state { true } else { false } }) else {
+            guard peers.isEmpty, halfOpen.isEmpty, !targets.contains(where: { if case .inviting = $0.state { true } else { false } }) else {
                 return "it uses our SSRC"
             }
             repeat { ssrc = random() } while ssrc == h.ssrc
@@ -179,23 +213,29 @@ public final class RTPMIDISession {
 
     private func dataInvitation(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
         // Matched by SSRC, or by token for initiators that use another SSRC on the data port.
-        let candidate = peers[h.ssrc]
-            ?? peers.values.first { $0.stage == .awaitingData && $0.token == h.token && $0.info.address.isSameHost(as: address) }
-        guard let peer = candidate, peer.token == h.token, peer.info.address.isSameHost(as: address) else {
+        let waiting = halfOpen[h.ssrc]
+            ?? halfOpen.values.first { $0.token == h.token && $0.info.address.isSameHost(as: address) }
+        if let waiting, waiting.token == h.token, waiting.info.address.isSameHost(as: address) {
+            halfOpen[waiting.info.ssrc] = nil
+            let peer = makePeer(waiting.info, token: waiting.token, now: now)
+            peers[waiting.info.ssrc] = peer
+            acceptData(h, for: peer, from: address)
+            delegate.session(peerJoined: peer.info)
+        } else if let peer = peer(h.ssrc), peer.token == h.token, peer.info.address.isSameHost(as: address) {
+            acceptData(h, for: peer, from: address) // a repeated IN (our OK was lost) is answered, not announced
+        } else {
             counters.invitationsRejected += 1
             sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .data, to: address)
             delegate.session(dropped: "data-port invitation without a control-port session", from: address)
-            return
         }
+    }
+
+    /// Notes `peer`'s data-port SSRC and address and answers its data-port IN with OK.
+    private func acceptData(_ h: SessionPacket.Handshake, for peer: SessionPeer, from address: NetworkAddress) {
         peer.dataSSRC = h.ssrc
         peer.dataAddress = address
         controlSSRCByDataSSRC[h.ssrc] = peer.info.ssrc
         sendSession(.accepted(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .data, to: address)
-        if peer.stage == .awaitingData { // a repeated IN (our OK was lost) is answered, not announced
-            peer.stage = .connected
-            peer.lastClockSync = now
-            delegate.session(peerJoined: peer.info)
-        }
     }
 
     private func accepted(_ h: SessionPacket.Handshake, on port: SessionPort, from address: NetworkAddress, now: MonotonicInstant) {
@@ -214,10 +254,16 @@ public final class RTPMIDISession {
                         from: .data, to: invitation.address.with(port: invitation.address.port &+ 1))
         case (.data, .data):
             if let existing = peers[invitation.peerSSRC] { remove(existing, reason: .reinvited, now: now) }
+            if peers.count + halfOpen.count >= configuration.maxPeers {
+                sendSession(.bye(.init(token: invitation.token, ssrc: ssrc, name: nil)), from: .control, to: invitation.address)
+                targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+                delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
+                                 reason: "the session is full (max-peers: \(configuration.maxPeers))")
+                return
+            }
             let info = PeerInfo(ssrc: invitation.peerSSRC, name: invitation.peerName, address: invitation.address,
                                 weInvited: true, clock: nil)
             let peer = makePeer(info, token: invitation.token, now: now)
-            peer.stage = .connected
             peer.dataSSRC = h.ssrc // pymidi answers the data IN with a different SSRC
             peer.dataAddress = address
             peers[info.ssrc] = peer
@@ -252,7 +298,13 @@ public final class RTPMIDISession {
     }
 
     private func clockSync(_ ck: SessionPacket.ClockSync, from address: NetworkAddress, now: MonotonicInstant) {
-        guard let peer = peer(ck.ssrc), peer.stage == .connected else {
+        guard let peer = peer(ck.ssrc) else {
+            if ck.count == 1, let old = peers.values.first(where: { $0.info.weInvited && $0.dataAddress == address }) {
+                // Our CK was answered from the peer's address under another SSRC: it restarted
+                // (pymidi answers CK from anyone). Let the old one go and invite the new one now.
+                remove(old, reason: .restarted, now: now)
+                return
+            }
             counters.unknownSender += 1
             delegate.session(dropped: "CK from SSRC \(ck.ssrc), which has no session", from: address)
             return
@@ -264,6 +316,12 @@ public final class RTPMIDISession {
             sendSession(.clockSync(.init(ssrc: ssrc, count: 1, timestamps: (ts1, SessionClock.ticks(now), 0))),
                         from: .data, to: address)
         case 1: // the answer to our CK 0: finish the exchange
+            peer.unansweredSyncs = 0
+            if let sent = peer.lastSyncSent {
+                let interval = peer.syncsStarted < configuration.quickSyncCount ? configuration.quickSyncInterval
+                                                                                : configuration.syncInterval
+                peer.nextSync = sent.advanced(byNanoseconds: interval)
+            }
             let ts3 = SessionClock.ticks(now)
             sendSession(.clockSync(.init(ssrc: ssrc, count: 2, timestamps: (ts1, ts2, ts3))), from: .data, to: address)
             peer.info.clock = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3)
@@ -285,7 +343,7 @@ public final class RTPMIDISession {
             drop("\(error)", from: address)
             return
         }
-        guard let peer = peer(header.ssrc), peer.stage == .connected else {
+        guard let peer = peer(header.ssrc) else {
             counters.unknownSender += 1
             delegate.session(dropped: "RTP from SSRC \(header.ssrc), which has no session", from: address)
             return
@@ -370,7 +428,7 @@ public final class RTPMIDISession {
     public func send(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: ((PeerInfo) -> Bool)? = nil) {
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
         lastSendTime = time
-        for peer in peers.values where peer.stage == .connected && accepting?(peer.info) ?? true {
+        for peer in peers.values where accepting?(peer.info) ?? true {
             withSender(of: peer) { sender, send in sender.append(message, tick: tick, send) }
         }
     }
@@ -417,11 +475,15 @@ public final class RTPMIDISession {
     // MARK: Inviting
 
     /// Keeps inviting the session at `address` (its control port) until it joins, and again
-    /// whenever it leaves; `label` names it in reports (a Bonjour name or `host:port`).
-    public func invite(_ address: NetworkAddress, label: String, now: MonotonicInstant) {
-        guard !targets.contains(where: { $0.address == address }) else { return }
+    /// whenever it leaves; `label` names it in reports (a Bonjour name or `host:port`). False if
+    /// `maxPeers` sessions are invited already (Bonjour announcements are datagrams too).
+    @discardableResult
+    public func invite(_ address: NetworkAddress, label: String, now: MonotonicInstant) -> Bool {
+        guard !targets.contains(where: { $0.address == address }) else { return true }
+        guard targets.count < configuration.maxPeers else { return false }
         targets.append(InvitationTarget(address: address, label: label, state: .waiting(until: now)))
         tick(now: now)
+        return true
     }
 
     /// Stops inviting `address` (a connected peer stays until it leaves).
@@ -441,6 +503,7 @@ public final class RTPMIDISession {
             consider(peer.deadline)
             consider(peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout))
         }
+        for waiting in halfOpen.values { consider(waiting.expires) }
         for target in targets {
             switch target.state {
             case .waiting(let until): consider(until)
@@ -453,13 +516,24 @@ public final class RTPMIDISession {
 
     /// Does what is due at `now`: invitations, clock syncs, receiver feedback, timeouts.
     public func tick(now: MonotonicInstant) {
+        let expired = halfOpen.filter { now >= $0.value.expires }.count
+        if expired > 0 {
+            counters.halfOpenExpired += expired
+            halfOpen = halfOpen.filter { now < $0.value.expires }
+        }
         for peer in Array(peers.values) {
             if now >= peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout) {
                 remove(peer, reason: .timedOut, now: now)
                 continue
             }
             peer.playout?.deliver(dueBy: now) { delegate.session(received: $0, from: peer.info, at: now) }
-            if let due = peer.nextSync, now >= due { sendClockSync(peer, now: now) }
+            if let due = peer.nextSync, now >= due {
+                guard peer.unansweredSyncs < configuration.unansweredSyncLimit else {
+                    remove(peer, reason: .stoppedAnswering, now: now)
+                    continue
+                }
+                sendClockSync(peer, now: now)
+            }
             if let due = peer.guardDue, now >= due { sendGuardPacket(peer, now: now) }
             if let due = peer.feedbackDue, now >= due, let sequence = peer.lastSequence {
                 sendSession(.receiverFeedback(ssrc: ssrc, sequence: sequence), from: .control, to: peer.info.address)
@@ -482,13 +556,15 @@ public final class RTPMIDISession {
         }
         guard case .inviting(var invitation) = targets[index].state else { return }
         guard invitation.attempts < configuration.invitationAttempts else {
-            targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+            targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.invitationMaximumInterval))
             delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
                              reason: "no answer to \(invitation.attempts) invitations")
             return
         }
         invitation.attempts += 1
-        invitation.nextAttempt = now.advanced(byNanoseconds: configuration.invitationInterval)
+        // 1 s apart at first, then 2 s, then every `invitationMaximumInterval`.
+        let backoff = configuration.invitationInterval << UInt64(min(invitation.attempts / 3, 16))
+        invitation.nextAttempt = now.advanced(byNanoseconds: min(backoff, configuration.invitationMaximumInterval))
         targets[index].state = .inviting(invitation)
         let (port, address) = invitation.phase == .control
             ? (SessionPort.control, invitation.address)
@@ -501,11 +577,13 @@ public final class RTPMIDISession {
         sendClockSync(peer, now: now)
     }
 
+    /// Starts a CK exchange; until the peer answers, it is started again every
+    /// `syncProbeInterval` (the answer moves the next one to the regular cadence).
     private func sendClockSync(_ peer: SessionPeer, now: MonotonicInstant) {
         peer.syncsStarted += 1
-        let interval = peer.syncsStarted < configuration.quickSyncCount ? configuration.quickSyncInterval
-                                                                        : configuration.syncInterval
-        peer.nextSync = now.advanced(byNanoseconds: interval)
+        peer.unansweredSyncs += 1
+        peer.lastSyncSent = now
+        peer.nextSync = now.advanced(byNanoseconds: configuration.syncProbeInterval)
         sendSession(.clockSync(.init(ssrc: ssrc, count: 0, timestamps: (SessionClock.ticks(now), 0, 0))),
                     from: .data, to: peer.dataAddress)
     }
@@ -518,6 +596,10 @@ public final class RTPMIDISession {
             sendSession(.bye(.init(token: 0, ssrc: ssrc, name: nil)), from: .control, to: peer.info.address)
             remove(peer, reason: .closed, now: now)
         }
+        for waiting in halfOpen.values {
+            sendSession(.bye(.init(token: waiting.token, ssrc: ssrc, name: nil)), from: .control, to: waiting.info.address)
+        }
+        halfOpen.removeAll()
         for target in targets {
             if case .inviting(let invitation) = target.state {
                 sendSession(.bye(.init(token: invitation.token, ssrc: ssrc, name: nil)), from: .control, to: target.address)
@@ -533,12 +615,12 @@ public final class RTPMIDISession {
         peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
-                // Invite it again when it comes back (after a pause, so a peer that left on purpose is not pestered).
-                let delay = reason == .reinvited ? 0 : configuration.reinvitationDelay
+                // Invite it again at once, unless it left on purpose (then after a pause, not to pester it).
+                let delay = reason == .saidGoodbye ? configuration.reinvitationDelay : 0
                 targets[index].state = .waiting(until: now.advanced(byNanoseconds: delay))
             }
         }
-        if peer.stage == .connected { delegate.session(peerLeft: peer.info, reason: reason) }
+        delegate.session(peerLeft: peer.info, reason: reason)
     }
 
     // MARK: Helpers

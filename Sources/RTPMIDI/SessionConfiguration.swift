@@ -18,17 +18,36 @@ public struct SessionConfiguration: Sendable {
     public var accept: AcceptPolicy
     /// A peer that sends no CK for this long is dropped (responders drop after ~60 s).
     public var peerTimeout: UInt64 = 60_000_000_000
+    /// The most peers connected at once, counting invitations waiting for their data port;
+    /// an invitation beyond is answered NO.
+    public var maxPeers = 32
+    /// The most invitations waiting for their data port at once (a control-port IN costs one
+    /// until its data-port IN arrives); an invitation beyond is answered NO.
+    public var halfOpenLimit = 16
+    /// An invitation whose data-port IN has not come this long after its control-port OK is
+    /// forgotten (peers send both within milliseconds, and repeat IN every second).
+    public var halfOpenTimeout: UInt64 = 5_000_000_000
     /// As initiator: this many quick CK exchanges after connecting...
     public var quickSyncCount = 6
     /// ...this far apart...
     public var quickSyncInterval: UInt64 = 1_500_000_000
-    /// ...then one exchange this often (at most 10 s: rtpMIDI drops peers after ~30 s).
-    public var syncInterval: UInt64 = 10_000_000_000
-    /// As initiator: IN is repeated this often...
+    /// ...then one exchange this often. It is also how we notice a peer we invited has gone
+    /// silent, so it is short (rtpMIDI drops peers after ~30 s of silence, macOS after ~60 s).
+    public var syncInterval: UInt64 = 2_000_000_000
+    /// As initiator: a CK unanswered this long is sent again...
+    public var syncProbeInterval: UInt64 = 1_000_000_000
+    /// ...and a peer that left this many CKs in a row unanswered has gone (it crashed or
+    /// rebooted without BY): its notes are released and it is invited again at once.
+    public var unansweredSyncLimit = 3
+    /// As initiator: IN is repeated this often at first, then at doubling waits up to
+    /// `invitationMaximumInterval`...
     public var invitationInterval: UInt64 = 1_000_000_000
-    /// ...this many times before the attempt counts as failed.
+    public var invitationMaximumInterval: UInt64 = 4_000_000_000
+    /// ...and after this many the attempt is reported as failed and begins again after
+    /// `invitationMaximumInterval`, so a peer that comes back is found within that.
     public var invitationAttempts = 12
-    /// After a failed, rejected or ended invitation, try again after this long.
+    /// After a rejected invitation or a peer's BY, invite again after this long (a peer that
+    /// said no or left on purpose is not pestered).
     public var reinvitationDelay: UInt64 = 10_000_000_000
     /// RS goes out at most this often while data arrives.
     public var receiverFeedbackInterval: UInt64 = 1_000_000_000

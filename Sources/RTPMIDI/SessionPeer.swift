@@ -21,8 +21,13 @@ public enum PeerLeaveReason: Equatable, Sendable, CustomStringConvertible {
     case saidGoodbye
     /// No CK arrived within the timeout.
     case timedOut
+    /// A peer we invited left our clock syncs unanswered (it crashed, or its host rebooted).
+    case stoppedAnswering
     /// It invited us again with the same SSRC (it restarted): the old state is dropped.
     case reinvited
+    /// Another SSRC invited us or answered from its address: it restarted, and the new one
+    /// replaces it.
+    case restarted
     /// We closed the session.
     case closed
 
@@ -30,18 +35,25 @@ public enum PeerLeaveReason: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .saidGoodbye: "said goodbye"
         case .timedOut: "timed out (no clock sync)"
+        case .stoppedAnswering: "stopped answering clock sync"
         case .reinvited: "reconnected"
+        case .restarted: "restarted (a new SSRC at its address)"
         case .closed: "session closed"
         }
     }
 }
 
-/// One peer's state inside the session.
-final class SessionPeer {
-    enum Stage { case awaitingData, connected }
-
+/// An invitation we accepted on the control port whose data-port IN has not come yet: all a
+/// single spoofable datagram can make the session keep, and only until `expires`.
+struct HalfOpenPeer {
     var info: PeerInfo
-    var stage: Stage
+    var token: UInt32
+    var expires: MonotonicInstant
+}
+
+/// One connected peer's state inside the session.
+final class SessionPeer {
+    var info: PeerInfo
     var token: UInt32
     var dataSSRC: UInt32
     var dataAddress: NetworkAddress
@@ -55,9 +67,12 @@ final class SessionPeer {
     var playout: PlayoutBuffer?
     /// When the last CK (or, before the first, the handshake) arrived.
     var lastClockSync: MonotonicInstant
-    /// As initiator: CK exchanges started so far and when the next one is due.
+    /// As initiator: CK exchanges started so far, when the last one was and when the next is
+    /// due, and how many CK 0 in a row the peer has not answered.
     var syncsStarted = 0
+    var lastSyncSent: MonotonicInstant?
     var nextSync: MonotonicInstant?
+    var unansweredSyncs = 0
     /// The last RTP sequence received, and whether an RS for it is still to be sent.
     var lastSequence: UInt16?
     var feedbackDue: MonotonicInstant?
@@ -69,7 +84,6 @@ final class SessionPeer {
 
     init(info: PeerInfo, token: UInt32, now: MonotonicInstant, receiver: RTPMIDIReceiver, sender: RTPMIDISender) {
         self.info = info
-        stage = .awaitingData
         self.token = token
         dataSSRC = info.ssrc
         dataAddress = info.address.with(port: info.address.port &+ 1)

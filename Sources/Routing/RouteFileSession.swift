@@ -11,8 +11,12 @@ public struct SessionDeclaration: Equatable, Sendable {
     public static let defaultPort: UInt16 = 5004
     /// The peer timeout when `timeout:` is not written: responders drop peers after about 60 s.
     public static let defaultTimeout = 60
-    /// The range `timeout:` accepts, in seconds: above the 10 s clock-sync interval, at most 10 minutes.
+    /// The range `timeout:` accepts, in seconds: well above the clock-sync interval, at most 10 minutes.
     public static let timeoutRange = 15...600
+    /// The most peers at once when `max-peers:` is not written.
+    public static let defaultMaxPeers = 32
+    /// The range `max-peers:` accepts: each connected peer costs the session about 40 KB.
+    public static let maxPeersRange = 1...256
 
     /// The session's Bonjour and AppleMIDI name; nil lets the daemon call it "jambridge on HOSTNAME".
     public var name: String?
@@ -28,6 +32,8 @@ public struct SessionDeclaration: Equatable, Sendable {
     public var advertise: Bool
     /// Seconds without clock sync after which a peer is dropped (its notes released).
     public var timeout: Int
+    /// The most peers connected at once; an invitation beyond is answered NO.
+    public var maxPeers: Int
     /// Omit repeated channel status bytes in what is sent (smaller packets; every peer reads them).
     public var runningStatus: Bool
     /// How each peer's events are played, first matching rule first; peers no rule matches play `immediate`.
@@ -38,8 +44,8 @@ public struct SessionDeclaration: Equatable, Sendable {
     /// A session declared at `location`; every other setting defaults as jambridge-routes(5) documents.
     public init(name: String? = nil, port: UInt16 = SessionDeclaration.defaultPort, bind: String? = nil,
                 accept: SessionAcceptance = .anyone, invite: [SessionInvitation] = [], advertise: Bool = true,
-                timeout: Int = SessionDeclaration.defaultTimeout, runningStatus: Bool = false,
-                playout: [PlayoutRule] = [], location: SourceLocation) {
+                timeout: Int = SessionDeclaration.defaultTimeout, maxPeers: Int = SessionDeclaration.defaultMaxPeers,
+                runningStatus: Bool = false, playout: [PlayoutRule] = [], location: SourceLocation) {
         self.name = name
         self.port = port
         self.bind = bind
@@ -47,6 +53,7 @@ public struct SessionDeclaration: Equatable, Sendable {
         self.invite = invite
         self.advertise = advertise
         self.timeout = timeout
+        self.maxPeers = maxPeers
         self.runningStatus = runningStatus
         self.playout = playout
         self.location = location
@@ -138,6 +145,7 @@ extension RouteFileDocument {
             session.runningStatus = flag
         }
         if let timeout = values["timeout"] { session.timeout = readTimeout(timeout.value) ?? session.timeout }
+        if let maxPeers = values["max-peers"] { session.maxPeers = readMaxPeers(maxPeers.value) ?? session.maxPeers }
         if let playout = values["playout"] { session.playout = readPlayout(playout.value, key: playout.key) ?? [] }
         return session
     }
@@ -238,6 +246,18 @@ extension RouteFileDocument {
             return nil
         }
         return seconds
+    }
+
+    /// `max-peers:`, the most peers connected at once.
+    private mutating func readMaxPeers(_ node: Node) -> Int? {
+        let range = SessionDeclaration.maxPeersRange
+        let text = "\(range.lowerBound)-\(range.upperBound) peers connected at once"
+        guard let count = readInteger(node, what: "the peer limit", range: text) else { return nil }
+        guard range.contains(count) else {
+            fail(node, "max-peers \(count) is out of range; 'max-peers' is \(text)")
+            return nil
+        }
+        return count
     }
 
     /// A control port 1-65534 (the data port is the next one), described in messages as `what`.

@@ -21,7 +21,7 @@ enum RouteFileVocabulary {
     static let sessionEndpointName = "session"
     /// Keys of the `session:` mapping.
     static let sessionKeys = ["name", "port", "bind", "accept", "invite", "advertise", "timeout",
-                              "running-status", "playout"]
+                              "max-peers", "running-status", "playout"]
     /// The words `accept:` takes besides a list of peer names.
     static let acceptWords = ["anyone", "none", "listed"]
     /// The words `playout:` takes, for every peer or per peer.

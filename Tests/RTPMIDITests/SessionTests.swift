@@ -129,19 +129,24 @@ final class VirtualNetwork {
         #expect(a.session.counters.packetsReceived == 1)
     }
 
-    @Test func initiatorSyncsClocksQuicklyThenEveryTenSecondsAndNeverAnswersCountTwo() {
+    @Test func initiatorSyncsClocksQuicklyThenEveryTwoSecondsAndNeverAnswersCountTwo() {
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)
         let b = net.add(2, name: "B", ssrc: 200)
         a.session.invite(b.address, label: "b", now: net.now)
         net.deliver()
-        net.run(seconds: 30)
-        let aSent = a.sentSessionPackets.compactMap { if case .clockSync(let ck) = $0 { ck.count } else { nil } }
-        let bSent = b.sentSessionPackets.compactMap { if case .clockSync(let ck) = $0 { ck.count } else { nil } }
-        // 6 quick syncs in the first 7.5 s, then one every 10 s: 6 + 2 by 30 s (plus the first).
-        #expect(aSent.filter { $0 == 0 }.count == 8)
-        #expect(aSent.filter { $0 == 2 }.count == 8)
-        #expect(bSent == Array(repeating: 1, count: 8))
+        func ckCounts(_ host: RecordingHost) -> [UInt8] {
+            host.sentSessionPackets.compactMap { if case .clockSync(let ck) = $0 { ck.count } else { nil } }
+        }
+        net.run(seconds: 7.6)
+        // 6 quick syncs 1.5 s apart (at 0 to 7.5 s)...
+        #expect(ckCounts(a).filter { $0 == 0 }.count == 6)
+        net.run(seconds: 20)
+        // ...then one every 2 s (9.5 to 27.5 s).
+        let aSent = ckCounts(a), bSent = ckCounts(b)
+        #expect(aSent.filter { $0 == 0 }.count == 16)
+        #expect(aSent.filter { $0 == 2 }.count == 16)
+        #expect(bSent == Array(repeating: 1, count: 16))
         #expect(a.session.connectedPeers.first?.clock?.roundTrip == 0)
         #expect(b.session.connectedPeers.first?.clock?.offset == 0)
         #expect(a.left.isEmpty && b.left.isEmpty)
@@ -218,17 +223,150 @@ final class VirtualNetwork {
         #expect(listed.session.counters.invitationsRejected == 1)
     }
 
-    @Test func unansweredInvitationsGiveUpAfterTwelveAndRetryLater() {
+    @Test func unansweredInvitationsBackOffToFourSecondsReportAfterTwelveAndGoOn() {
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)
         a.session.invite(NetworkAddress(ipv4: 10, 0, 0, 9, port: 5004), label: "nobody", now: net.now)
         net.deliver()
-        net.run(seconds: 12.5)
-        let invitations = a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }
-        #expect(invitations.count == 12)
+        var times: [Double] = [0]
+        var seen = 1
+        for step in 1...450 { // 45 s
+            net.run(seconds: 0.1)
+            let count = a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }.count
+            if count > seen { times.append(Double(step) / 10) }
+            seen = count
+        }
+        // 1 s apart, then 2 s, then 4 s; after 12 the failure is reported and a new round begins 4 s later.
+        #expect(times.prefix(13) == [0, 1, 2, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40])
         #expect(a.failedInvitations == ["no answer to 12 invitations"])
-        net.run(seconds: 10)
-        #expect(a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }.count > 12)
+    }
+
+    @Test func halfOpenInvitationsAreCappedAndExpireThenARealPeerStillJoins() {
+        let net = VirtualNetwork()
+        let b = net.add(2, name: "B", ssrc: 200)
+        let raw = net.add(9, name: "spoofer", ssrc: 900)
+        // Control-port INs from 40 forged senders, never followed by a data-port IN.
+        for n in 0..<40 {
+            var bytes: [UInt8] = []
+            SessionPacket.invitation(.init(token: UInt32(n), ssrc: 10_000 + UInt32(n), name: "forged")).encode(into: &bytes)
+            b.session.receive(bytes.withUnsafeBytes { $0 }, on: .control,
+                              from: NetworkAddress(ipv4: 10, 0, 1, UInt8(n), port: 40_000), now: net.now)
+        }
+        let answers = b.sentSessionPackets
+        #expect(answers.filter { if case .accepted = $0 { true } else { false } }.count == 16)
+        #expect(answers.filter { if case .rejected = $0 { true } else { false } }.count == 24)
+        #expect(b.session.counters.invitationsOverLimit == 24)
+        #expect(b.dropped.last?.contains("16 invitations are already waiting for their data port") == true)
+        _ = raw
+        net.run(seconds: 5.1)
+        #expect(b.session.counters.halfOpenExpired == 16)
+        #expect(b.joined.isEmpty)
+        let a = net.add(1, name: "A", ssrc: 100)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        #expect(b.joined.map(\.name) == ["A"])
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 60)])
+    }
+
+    @Test func maxPeersRefusesThePeerBeyondWithNOUntilOneLeaves() {
+        let net = VirtualNetwork()
+        let hub = net.add(1, name: "Hub", ssrc: 100) { $0.maxPeers = 2 }
+        let players = (2...4).map { net.add(UInt8($0), name: "P\($0)", ssrc: UInt32($0) * 100) }
+        for player in players { player.session.invite(hub.address, label: "hub", now: net.now) }
+        net.deliver()
+        #expect(hub.joined.map(\.name) == ["P2", "P3"])
+        #expect(players[2].failedInvitations == ["'Hub' rejected the invitation"])
+        #expect(hub.dropped.contains { $0.contains("the session is full (max-peers: 2)") })
+        #expect(hub.session.counters.invitationsOverLimit == 1)
+        players[0].session.close(now: net.now)
+        net.deliver()
+        net.run(seconds: 10.5) // P4 tries again after the pause a NO brings
+        #expect(hub.joined.map(\.name) == ["P2", "P3", "P4"])
+        #expect(hub.session.connectedPeers.map(\.name) == ["P3", "P4"])
+    }
+
+    @Test func aPeerWeInvitedThatStopsAnsweringIsGoneWithinSecondsAndBackAsSoonAsItAnswers() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        var b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        net.run(seconds: 10) // past the quick syncs
+        b.session.send(noteOn(0, 60), at: net.now)
+        b.session.flush()
+        net.deliver()
+        // B crashes without BY: nothing reaches the network from it, or it.
+        net.hosts.removeAll { $0 === b }
+        let crashed = net.now
+        var goneAfter: Double?
+        for step in 1...100 where goneAfter == nil {
+            net.run(seconds: 0.1)
+            if !a.left.isEmpty { goneAfter = Double(step) / 10 }
+        }
+        // The next CK (at most 2 s away) and two probes 1 s apart go unanswered: gone 3 s after the first.
+        #expect(goneAfter.map { $0 > 3 && $0 <= 5.1 } == true, "gone after \(String(describing: goneAfter)) s")
+        #expect(a.left.map(\.1) == [.stoppedAnswering])
+        #expect(a.received.map(\.0) == [noteOn(0, 60), noteOff(0, 60, 64)])
+        // B comes back 20 s after its crash, with a new SSRC: A's invitations find it within 4 s.
+        net.run(seconds: 20 - Double(net.now.nanoseconds - crashed.nanoseconds) / 1e9)
+        b = net.add(2, name: "B", ssrc: 300)
+        var backAfter: Double?
+        for step in 1...60 where backAfter == nil {
+            net.run(seconds: 0.1)
+            if a.joined.count == 2 { backAfter = Double(step) / 10 }
+        }
+        #expect(backAfter.map { $0 <= 4 } == true, "back after \(String(describing: backAfter)) s")
+        #expect(a.joined.last?.ssrc == 300)
+        a.session.send(noteOn(0, 62), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 62)])
+    }
+
+    @Test func aClockSyncAnsweredUnderANewSSRCReplacesThePeerAtOnce() {
+        // pymidi answers CK 0 from anyone: restarted, it answers ours under its new SSRC.
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        b.session.send(noteOn(0, 60), at: net.now)
+        b.session.flush()
+        net.deliver()
+        let invitationsBefore = a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }.count
+        var ck: [UInt8] = []
+        SessionPacket.clockSync(.init(ssrc: 999, count: 1, timestamps: (1, 2, 0))).encode(into: &ck)
+        ck.withUnsafeBytes { a.session.receive($0, on: .data, from: b.address.with(port: 5005), now: net.now) }
+        #expect(a.left.map(\.1) == [.restarted])
+        #expect(a.received.map(\.0) == [noteOn(0, 60), noteOff(0, 60, 64)])
+        a.session.tick(now: net.now)
+        #expect(a.sentSessionPackets.filter { if case .invitation = $0 { true } else { false } }.count == invitationsBefore + 1)
+    }
+
+    @Test func aPeerThatInvitedUsAndRestartsUnderANewSSRCReplacesTheOldOneAtOnce() {
+        let net = VirtualNetwork()
+        let hub = net.add(1, name: "Hub", ssrc: 100)
+        let player = net.add(2, name: "Player", ssrc: 200)
+        player.session.invite(hub.address, label: "hub", now: net.now)
+        net.deliver()
+        player.session.send(noteOn(0, 64), at: net.now)
+        player.session.flush()
+        net.deliver()
+        // The player's process is killed and started again: same address, a new SSRC, no BY.
+        net.hosts.removeAll { $0 === player }
+        let restarted = net.add(2, name: "Player", ssrc: 700)
+        restarted.session.invite(hub.address, label: "hub", now: net.now)
+        net.deliver()
+        #expect(hub.left.map(\.1) == [.restarted])
+        #expect(hub.received.map(\.0) == [noteOn(0, 64), noteOff(0, 64, 64)])
+        #expect(hub.session.connectedPeers.map(\.ssrc) == [700])
+        restarted.session.send(noteOn(0, 65), at: net.now)
+        restarted.session.flush()
+        net.deliver()
+        #expect(hub.received.last?.0 == noteOn(0, 65))
     }
 
     @Test func dataPortInvitationWithoutControlSessionGetsNO() {

@@ -75,6 +75,18 @@ import Testing
         ])
     }
 
+    @Test func maxPeersIsACountInItsRange() throws {
+        #expect(try parse("session: {}\n").session?.maxPeers == 32)
+        #expect(try parse("session:\n  max-peers: 1\n").session?.maxPeers == 1)
+        #expect(try parse("session:\n  max-peers: 256\n").session?.maxPeers == 256)
+        #expect(locatedMistakes("session:\n  max-peers: 0\n") == [
+            "r.yaml:2:14: max-peers 0 is out of range; 'max-peers' is 1-256 peers connected at once",
+        ])
+        #expect(locatedMistakes("session:\n  max-peers: many\n") == [
+            "r.yaml:2:14: 'many' is not a number; the peer limit is 1-256 peers connected at once",
+        ])
+    }
+
     @Test func nameOfSixtyThreeBytesIsAllowed() throws {
         let name = String(repeating: "é", count: 31) + "x" // 63 bytes
         #expect(try parse("session:\n  name: \"\(name)\"\n").session?.name == name)
@@ -386,7 +398,7 @@ import Testing
         #expect(locatedMistakes("session:\n  acept: none\n") == ["r.yaml:2:3: unknown key 'acept'; did you mean 'accept'?"])
         #expect(locatedMistakes("session:\n  colour: red\n") == [
             "r.yaml:2:3: unknown key 'colour' in the session; the keys are name, port, bind, accept, invite, advertise, "
-                + "timeout, running-status, playout",
+                + "timeout, max-peers, running-status, playout",
         ])
     }
 
