@@ -8,6 +8,9 @@ let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPath
 let repositoryRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
+/// The Python with PyPI pymidi, python-osc and mido that scripts/install-deps.sh sets up.
+let peersPython = repositoryRoot.appendingPathComponent(".build-peers/venv/bin/python")
+
 /// A jambridge process running in the background; `finish` waits for it and collects its output.
 final class JamBridgeProcess: @unchecked Sendable { // the output buffers are written by the readers before `readers` is left
     private let process = Process()

@@ -13,7 +13,6 @@ import Testing
 private let ms: UInt64 = 1_000_000
 
 /// The Python with PyPI python-osc that scripts/install-deps.sh sets up.
-private let oscPython = repositoryRoot.appendingPathComponent(".build-peers/venv/bin/python").path
 private let oscsendPath = "/usr/bin/oscsend", oscdumpPath = "/usr/bin/oscdump"
 
 private func pitchBend(_ channel: UInt8, _ value: UInt16) -> MIDIMessage {
@@ -23,7 +22,7 @@ private func pitchBend(_ channel: UInt8, _ value: UInt16) -> MIDIMessage {
 /// `count` different UDP ports for OSC endpoints and receivers, free when picked. They lie above Linux's
 /// ephemeral range (32768-60999), where no socket bound to port 0 lands, and above the ports
 /// `freshSessionPort` hands out (at most 60003), so other suites running at the same time do not take them.
-private func freshOSCPorts(_ count: Int) -> [UInt16] {
+func freshOSCPorts(_ count: Int) -> [UInt16] {
     var ports: [UInt16] = []
     while ports.count < count {
         let port = UInt16.random(in: 61_000...65_000)
@@ -116,9 +115,9 @@ private let pythonPrelude = #"""
 /// Runs `script` (after `pythonPrelude`) with python-osc's Python and `arguments` (the first is the port
 /// `PORT` sends to); expects it to succeed and returns its standard output.
 private func python(_ script: String, _ arguments: [String]) throws -> String {
-    try #require(FileManager.default.isExecutableFile(atPath: oscPython),
-                 "python-osc's Python \(oscPython) is missing: run scripts/install-deps.sh")
-    let result = try run(oscPython, ["-c", pythonPrelude + script] + arguments)
+    try #require(FileManager.default.isExecutableFile(atPath: peersPython.path),
+                 "python-osc's Python \(peersPython.path) is missing: run scripts/install-deps.sh")
+    let result = try run(peersPython.path, ["-c", pythonPrelude + script] + arguments)
     #expect(result.status == 0, "\(result.out)")
     return result.out
 }

@@ -5,8 +5,6 @@ import Testing
 
 private let ms: UInt64 = 1_000_000
 
-/// The Python with PyPI pymidi that scripts/install-deps.sh sets up.
-private let peersPython = repositoryRoot.appendingPathComponent(".build-peers/venv/bin/python")
 
 /// A route file in `dir` whose session `name` on `port` invites `inviting` and plays `song.mid` into it.
 private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviting target: UInt16,

@@ -1,0 +1,234 @@
+import Foundation
+import MIDI
+import MIDITestSupport
+import Testing
+
+private let ms: UInt64 = 1_000_000
+
+/// The resident memory of process `pid` in kB (VmRSS), or nil if it cannot be read.
+func residentKilobytes(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+    return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+}
+
+/// Waits (`seconds` at most) until `condition` holds; returns whether it did.
+func waitUntil(seconds: Double = 30, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return true
+}
+
+/// A process whose standard output is read line by line while it runs.
+final class LineReadingProcess: @unchecked Sendable { // `lines` is guarded by `lock`
+    private let process = Process()
+    private let lock = NSLock()
+    private var received: [String] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts `executable` with `arguments` in the repository's top directory.
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = repositoryRoot
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        DispatchQueue.global().async { [self] in
+            var pending = Data()
+            while case let data = out.fileHandleForReading.availableData, !data.isEmpty {
+                pending.append(data)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...newline)
+                    lock.withLock { received.append(line) }
+                }
+            }
+            done.signal()
+        }
+    }
+
+    /// The lines printed so far.
+    var lines: [String] { lock.withLock { received } }
+    /// Its process ID.
+    var pid: Int32 { process.processIdentifier }
+
+    /// Waits (30 s at most) for a line containing `text`; returns whether one came.
+    func waitForLine(containing text: String) -> Bool {
+        waitUntil { lines.contains { $0.contains(text) } }
+    }
+
+    /// Kills it with SIGKILL (no goodbye of any kind) and waits for it.
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        done.wait()
+    }
+}
+
+/// The peers (by name) that the status file of jambridge `pid` lists for its session, read from `directory`.
+func statusPeers(in directory: URL, pid: Int32) -> [String] {
+    let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    guard let file = files.first(where: { $0.hasPrefix("session-\(pid)-") && $0.hasSuffix(".status") }),
+          let text = try? String(contentsOfFile: directory.appendingPathComponent(file).path, encoding: .utf8)
+    else { return [] }
+    return text.split(separator: "\n").filter { $0.hasPrefix("peer\t") }.compactMap { $0.split(separator: "\t").last.map(String.init) }
+}
+
+/// Notes 60 on and off, four times a second (a song for looping).
+private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
+                     TimedSong.Entry(offset: 100 * ms, message: noteOff(0, 60, 0)),
+                     TimedSong.Entry(offset: 250 * ms, message: .controlChange(channel: UInt4(masking: 0),
+                                                                              controller: UInt7(masking: 1),
+                                                                              value: UInt7(masking: 0)))]
+
+@Suite(.serialized) struct SessionHardeningTests {
+    @Test func floodsOfForgedInvitationsAndOSCSendersLeaveMemoryBoundedAndARealPeerStillPlays() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort(), oscPort = freshOSCPorts(1)[0]
+        let hubFile = dir.appendingPathComponent("hub.yaml")
+        try """
+            session: { name: hub, port: \(port), bind: 127.0.0.1, advertise: false }
+            endpoints:
+              phone: { osc: { listen: \(oscPort), host: 127.0.0.1 } }
+              tape: { record: take.mid }
+            routes:
+              - { from: session, to: tape, only: [note] }
+              - from: phone
+                to: [tape, phone]
+                osc: { /1/fader1: { cc: 21 } }
+            """.write(to: hubFile, atomically: true, encoding: .utf8)
+        let hub = try JamBridgeProcess(["run", "--stop-after", "120", hubFile.path])
+        #expect(waitUntilBound([port, port + 1, oscPort]))
+        Thread.sleep(forTimeInterval: 1)
+        let before = try #require(residentKilobytes(hub.pid))
+        let flood = repositoryRoot.appendingPathComponent("Tests/Peers/flood.py").path
+        let invitations = try run(peersPython.path, [flood, "applemidi", "\(port)", "10000"])
+        let datagrams = try run(peersPython.path, [flood, "osc", "\(oscPort)", "10000"])
+        #expect(invitations.out.contains("sent 10000") && datagrams.out.contains("sent 10000"))
+        Thread.sleep(forTimeInterval: 1)
+        let after = try #require(residentKilobytes(hub.pid))
+        print("RSS of jambridge: \(before) kB before, \(after) kB after 10,000 forged invitations and 10,000 OSC senders")
+        // Before the bounds, the invitations alone took 114 MB and the OSC senders 80 MB.
+        #expect(after - before < 8_000, "RSS grew from \(before) kB to \(after) kB")
+
+        // The forged invitations waiting for a data port are forgotten within 5 s; then a real peer joins and plays.
+        Thread.sleep(forTimeInterval: 5.5)
+        let playerFile = try writeSetup(in: dir, song: [TimedSong.Entry(offset: 1000 * ms, message: noteOn(0, 64, 90)),
+                                                        TimedSong.Entry(offset: 1200 * ms, message: noteOff(0, 64, 0))],
+                                        routes: """
+            session: { name: player, port: \(port + 2), bind: 127.0.0.1, advertise: false,
+                       invite: [ { host: 127.0.0.1, port: \(port) } ] }
+            endpoints:
+              song: { file: song.mid }
+            routes:
+              - { from: song, to: session }
+            """)
+        let player = try jambridge(["run", "--stop-after", "2.5", playerFile])
+        #expect(player.status == 0, "\(player.err)")
+        #expect(player.err.contains("peer 'hub' joined"), "\(player.err)")
+        hub.interrupt()
+        let result = hub.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("over the limits"), "\(result.err)")
+        #expect(result.err.contains("64 controllers at once"), "\(result.err)")
+        let notes = try recorded(dir.appendingPathComponent("take.mid")).filter { if case .controlChange = $0 { false } else { true } }
+        #expect(notes == [noteOn(0, 64, 90), noteOff(0, 64, 0)])
+    }
+
+    @Test func aPymidiPeerWeInvitedIsBackAfterItIsKilledAndRestartedAndHearsTheNextNote() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let pymidiPort = freshSessionPort()
+        let script = repositoryRoot.appendingPathComponent("Tests/Peers/pymidi_peer.py").path
+        let first = try LineReadingProcess(peersPython, [script, "\(pymidiPort)", "60"])
+        #expect(first.waitForLine(containing: "listening"))
+        let file = try writeSetup(in: dir, song: pulse, routes: """
+            session:
+              name: rack
+              port: \(pymidiPort + 2)
+              advertise: false
+              invite: [ { host: 127.0.0.1, port: \(pymidiPort) } ]
+            endpoints:
+              song: { file: song.mid, loop: true }
+            routes:
+              - { from: song, to: session }
+            """)
+        let rack = try JamBridgeProcess(["run", "--stop-after", "120", file])
+        #expect(first.waitForLine(containing: "note_on"), "\(first.lines)")
+        first.kill() // no BY: the peer's process is gone, as in a crash or a power cut
+        Thread.sleep(forTimeInterval: 1)
+        let second = try LineReadingProcess(peersPython, [script, "\(pymidiPort)", "60"])
+        #expect(second.waitForLine(containing: "note_on"), "\(second.lines)")
+        second.kill()
+        rack.interrupt()
+        let result = rack.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.components(separatedBy: "peer 'pymidi' joined").count - 1 >= 2, "\(result.err)")
+        #expect(result.err.contains("peer 'pymidi' left: restarted") || result.err.contains("peer 'pymidi' left: stopped answering"),
+                "\(result.err)")
+    }
+
+    @Test func aPeerThatInvitedUsIsReplacedAtOnceWhenItRestartsAndItsHeldNotesAreReleased() throws {
+        let dir = try temporaryDirectory()
+        let hubPort = freshSessionPort(), playerPort = hubPort + 2
+        let status = dir.appendingPathComponent("status")
+        let hubFile = dir.appendingPathComponent("hub.yaml")
+        try """
+            session: { name: hub, port: \(hubPort), bind: 127.0.0.1, advertise: false }
+            endpoints:
+              tape: { record: take.mid }
+            routes:
+              - { from: session, to: tape }
+            """.write(to: hubFile, atomically: true, encoding: .utf8)
+        let hub = try JamBridgeProcess(["run", "--stop-after", "120", hubFile.path],
+                                       environment: ["JAMBRIDGE_STATUS_DIR": status.path])
+        #expect(waitUntilBound([hubPort, hubPort + 1]))
+        /// A player named `name` inviting the hub and holding note `note` down from 0.2 s on.
+        func player(_ name: String, holding note: UInt8) throws -> JamBridgeProcess {
+            let playerDir = dir.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: playerDir, withIntermediateDirectories: true)
+            let file = try writeSetup(in: playerDir, song: [TimedSong.Entry(offset: 200 * ms, message: noteOn(0, note, 100)),
+                                                            TimedSong.Entry(offset: 60_000 * ms, message: noteOff(0, note, 0))],
+                                      routes: """
+                session: { name: \(name), port: \(playerPort), bind: 127.0.0.1, advertise: false,
+                           invite: [ { host: 127.0.0.1, port: \(hubPort) } ] }
+                endpoints:
+                  song: { file: song.mid }
+                routes:
+                  - { from: song, to: session }
+                """)
+            return try JamBridgeProcess(["run", "--stop-after", "120", file],
+                                        environment: ["JAMBRIDGE_STATUS_DIR": status.path])
+        }
+        let first = try player("player", holding: 60)
+        #expect(waitUntil { statusPeers(in: status, pid: hub.pid) == ["player"] })
+        Thread.sleep(forTimeInterval: 0.5) // its note is on
+        kill(first.pid, SIGKILL)
+        _ = first.finish()
+        let second = try player("player again", holding: 62)
+        #expect(waitUntil { statusPeers(in: status, pid: hub.pid) == ["player again"] })
+        Thread.sleep(forTimeInterval: 0.5)
+        second.interrupt()
+        _ = second.finish()
+        hub.interrupt()
+        let result = hub.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("peer 'player' left: restarted"), "\(result.err)")
+        let notes = try recorded(dir.appendingPathComponent("take.mid")).compactMap { message -> String? in
+            switch message {
+            case .noteOn(_, let note, let velocity) where velocity.value > 0: "on \(note.value)"
+            case .noteOn(_, let note, _), .noteOff(_, let note, _): "off \(note.value)"
+            default: nil
+            }
+        }
+        // The killed player's note is released when the restarted one replaces it.
+        #expect(notes == ["on 60", "off 60", "on 62", "off 62"], "\(notes)")
+    }
+}
