@@ -204,7 +204,13 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 return Running(kind: declaration.kind)
             }
         case .recorder(let path):
-            return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
+            do {
+                return Running(kind: declaration.kind,
+                               sink: try MIDIRecorder(name: declaration.name, requested: path, logger: logger))
+            } catch {
+                logger.error("\(declaration.location): \(declaration.name): cannot record: \(error); this endpoint stays silent")
+                return Running(kind: declaration.kind)
+            }
         case .alsaPorts, .alsaCreated:
             return Running(kind: declaration.kind, sink: alsa?.makePort(for: declaration))
         case .osc(let settings):
