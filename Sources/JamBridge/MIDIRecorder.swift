@@ -19,13 +19,14 @@ import Synchronization
 /// and every later checkpoint tries again. Stop writes the final file.
 public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` is touched on the engine's queue only; `take` and `failing` on `writer` only
     /// How often, in seconds, what was received is written to the file.
-    public static let checkpointSeconds = 2
+    static let checkpointSeconds = 2
 
     /// The endpoint's name in the route file.
     public let name: String
     /// Where this take is written: the `record:` path or the numbered name that was free.
     public let path: String
     private let logger: Logger
+    /// When the first message arrived: offsets in the take count from it.
     private var first: MonotonicInstant?
     /// What arrived since the last checkpoint took it.
     private let pending = Mutex<[TimedSong.Entry]>([])
@@ -76,6 +77,7 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
     /// or the last write failed; on `writer`.
     private func checkpoint() {
         let arrived = pending.withLock { entries in
+            // The engine goes on appending to a buffer as large as this one, without growing it again.
             defer { entries.removeAll(keepingCapacity: true) }
             return entries
         }
