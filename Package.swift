@@ -21,7 +21,8 @@ let package = Package(
     targets: [
         // The MIDI 1.0 model, byte-stream parser/encoder and Standard MIDI Files. Stdlib only.
         .target(name: "MIDI"),
-        // Route files (YAML) -> compiled route graph -> router. No I/O, no clock.
+        // Route files (YAML) -> compiled route graph -> router. Reads route files and checks the songs and
+        // recording paths they name; no other I/O, no clock.
         .target(name: "Routing", dependencies: ["MIDI", .product(name: "Yams", package: "Yams")]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),

@@ -53,13 +53,15 @@ if ((${#missing[@]} + ${#vm_missing[@]})); then
     [ -z "$policy" ] || $sudo rm -f "$policy"
 fi
 
-# PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote) and python-osc 1.9.3 (OSC
-# controllers nobody here wrote), pinned with their dependencies.
+# PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote), python-osc 1.9.3 (OSC
+# controllers nobody here wrote) and mido 1.3.3 (a Standard MIDI File reader nobody here
+# wrote, for the recordings), pinned with their dependencies.
 venv=.build-peers/venv
-if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc" 2>/dev/null; then
-    echo "install-deps: installing pymidi and python-osc into $venv"
+if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc, mido" 2>/dev/null; then
+    echo "install-deps: installing pymidi, python-osc and mido into $venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0 python-osc==1.9.3
+    "$venv/bin/python" -m pip install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0 python-osc==1.9.3 \
+        mido==1.3.3 packaging==24.2
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

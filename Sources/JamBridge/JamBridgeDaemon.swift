@@ -28,7 +28,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
     }
 
-    /// One running endpoint; neither source nor sink when it could not start (its song did not load).
+    /// One running endpoint; neither source nor sink when it could not start (its song did not load, its
+    /// recording could not be created, its port was taken).
     private struct Running {
         var kind: EndpointKind
         var source: SourceEndpoint?
@@ -175,7 +176,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 
     /// Gives every declared endpoint an ID (kept by name across reloads while its kind is the
     /// same and it is running) and makes the new ones; returns the IDs made. An endpoint that
-    /// could not start is made again, so a reload retries a song that failed to load.
+    /// could not start is made again, so a reload retries it.
     /// Endpoints no longer declared are left in `running` for the caller to stop.
     private func assign(_ configuration: RouteConfiguration) -> [EndpointID] {
         var added: [EndpointID] = []
@@ -204,7 +205,13 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 return Running(kind: declaration.kind)
             }
         case .recorder(let path):
-            return Running(kind: declaration.kind, sink: MIDIRecorder(name: declaration.name, path: path, logger: logger))
+            do {
+                return Running(kind: declaration.kind,
+                               sink: try MIDIRecorder(name: declaration.name, requested: path, logger: logger))
+            } catch {
+                logger.error("\(declaration.location): \(declaration.name): cannot record: \(error); this endpoint stays silent")
+                return Running(kind: declaration.kind)
+            }
         case .alsaPorts, .alsaCreated:
             return Running(kind: declaration.kind, sink: alsa?.makePort(for: declaration))
         case .osc(let settings):

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import MIDI
+import Routing
 
 /// A Standard MIDI File played in time as a source (`file:`), optionally looped: a backing track.
 ///
@@ -28,13 +29,10 @@ public final class MIDIFilePlayer: SourceEndpoint, @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Reads and times the Standard MIDI File at `path`.
-    public static func loadSong(path: String) throws -> TimedSong {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw PlayerError(path: path, reason: String(cString: strerror(errno)))
-        }
+    /// Reads and times the Standard MIDI File at `path` (a regular file of at most `RegularFile.songLimit` bytes).
+    public static func loadSong(path: String) throws(PlayerError) -> TimedSong {
         do {
-            return TimedSong(try StandardMIDIFile(bytes: [UInt8](data)))
+            return TimedSong(try RegularFile.song(atPath: path))
         } catch {
             throw PlayerError(path: path, reason: error.description)
         }

@@ -74,53 +74,35 @@ struct RouteFileDocument {
     var oscListeners: [OSCListener] = []
     /// The directory relative paths in the file are resolved against.
     private let directory: URL
+    /// True if the songs (`file:`) and recordings (`record:`) named are checked on disk.
+    private let checksFiles: Bool
 
-    /// Reads and checks the route file at `file`; a file that cannot be read is one error at 1:1.
+    /// Reads and checks the route file at `file`, the songs it plays and the places it records to; a route
+    /// file that cannot be read is one error at 1:1.
     init(readingFile file: String) {
         self.file = file
         directory = URL(fileURLWithPath: file).deletingLastPathComponent()
-        let data: Data
-        switch Self.contents(of: file) {
-        case .success(let contents):
-            data = contents
-        case .failure(let reason):
-            fail(at: SourceLocation(file: file, line: 1, column: 1), "cannot read the route file: \(reason.text)")
+        checksFiles = true
+        let bytes: [UInt8]
+        do {
+            bytes = try RegularFile.contents(atPath: file, limit: RegularFile.routeFileLimit)
+        } catch {
+            fail(at: SourceLocation(file: file, line: 1, column: 1), "cannot read the route file: \(error)")
             return
         }
-        guard let yaml = String(validating: data, as: UTF8.self) else {
+        guard let yaml = String(validating: bytes, as: UTF8.self) else {
             fail(at: SourceLocation(file: file, line: 1, column: 1), "the route file is not UTF-8 text")
             return
         }
         parse(yaml)
     }
 
-    /// Checks `yaml` as the route file called `file`.
+    /// Checks `yaml` as the route file called `file`, without reading the files it names.
     init(yaml: String, file: String) {
         self.file = file
         directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+        checksFiles = false
         parse(yaml)
-    }
-
-    /// Why a file could not be read, in the operating system's words.
-    private struct ReadFailure: Error {
-        /// The operating system's reason, such as "No such file or directory".
-        var text: String
-    }
-
-    /// The bytes of `file`, or the operating system's reason it cannot be read.
-    private static func contents(of file: String) -> Result<Data, ReadFailure> {
-        let descriptor = open(file, O_RDONLY)
-        guard descriptor >= 0 else { return .failure(ReadFailure(text: String(cString: strerror(errno)))) }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        do {
-            return .success(try handle.readToEnd() ?? Data())
-        } catch {
-            let nsError = error as NSError
-            let posixError = nsError.domain == NSPOSIXErrorDomain
-                ? nsError : nsError.userInfo[NSUnderlyingErrorKey] as? NSError
-            let code = posixError.flatMap { $0.domain == NSPOSIXErrorDomain ? Int32(exactly: $0.code) : nil }
-            return .failure(ReadFailure(text: code.map { String(cString: strerror($0)) } ?? nsError.localizedDescription))
-        }
     }
 
     // MARK: - The document
@@ -277,8 +259,12 @@ struct RouteFileDocument {
             switch key {
             case "file", "record", "peer", "alsa", "osc":
                 switch key {
-                case "file": filePath = readPath(value, key: keyNode)
-                case "record": recordPath = readPath(value, key: keyNode)
+                case "file":
+                    filePath = readPath(value, key: keyNode)
+                    if checksFiles, let path = filePath ?? nil { checkSong(at: path, value) }
+                case "record":
+                    recordPath = readPath(value, key: keyNode)
+                    if checksFiles, let path = recordPath ?? nil { checkRecording(at: path, value) }
                 case "peer": peerGlob = readPeerGlob(value, key: keyNode)
                 case "osc": adapterKind = readOSCEndpoint(value, key: keyNode, endpoint: name)
                 default: adapterKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
@@ -340,6 +326,38 @@ struct RouteFileDocument {
         }
         if text.hasPrefix("/") { return URL(fileURLWithPath: text).standardizedFileURL.path }
         return directory.appendingPathComponent(text).standardizedFileURL.path
+    }
+
+    /// Reports at `node` why the song at `path` cannot be played, if it cannot.
+    private mutating func checkSong(at path: String, _ node: Node) {
+        do {
+            _ = try RegularFile.song(atPath: path)
+        } catch {
+            fail(node, "cannot play the song '\(path)': \(error)")
+        }
+    }
+
+    /// Reports at `node` why a recording cannot be made at `path`: it names something other than a file,
+    /// or its directory is missing or not writable. (A file already there is kept: the recorder numbers its take.)
+    private mutating func checkRecording(at path: String, _ node: Node) {
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            fail(node, "cannot record to '\(path)': it is \(RegularFileError.kind(of: status.st_mode)); "
+                 + "write the path of a MIDI file to create, such as 'take.mid'")
+            return
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard stat(directory, &status) == 0 else {
+            fail(node, "cannot record to '\(path)': '\(directory)': \(String(cString: strerror(errno)))")
+            return
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            fail(node, "cannot record to '\(path)': '\(directory)' is not a directory")
+            return
+        }
+        if access(directory, W_OK | X_OK) != 0 {
+            fail(node, "cannot record to '\(path)': cannot create files in '\(directory)': \(String(cString: strerror(errno)))")
+        }
     }
 
     // MARK: - Routes

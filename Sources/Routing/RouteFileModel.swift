@@ -4,7 +4,8 @@ import MIDI
 public enum EndpointKind: Hashable, Sendable {
     /// A Standard MIDI File played in time (`file:`); a source only. `path` is absolute.
     case midiFile(path: String, loop: Bool)
-    /// A recorder (`record:`) writing what reaches it as a Standard MIDI File on stop; a sink only.
+    /// A recorder (`record:`) writing what reaches it as a Standard MIDI File, at `path` or the first free
+    /// numbered name beside it; a sink only.
     case recorder(path: String)
     /// The RTP-MIDI session (the reserved name `session`): every peer merged; sends and receives.
     case session
@@ -104,7 +105,9 @@ public struct RouteConfiguration: Sendable {
         self.alsa = alsa
     }
 
-    /// Reads and merges the route files at `files`; endpoint names must be unique across them.
+    /// Reads and merges the route files at `files`; endpoint names must be unique across them. The songs
+    /// (`file:`) are read and must be Standard MIDI Files, and each recording's (`record:`) directory must be
+    /// writable: what `jambridge check` and `run` report as mistakes at the path.
     public static func load(files: [String]) throws(RouteFileErrors) -> RouteConfiguration {
         var documents: [RouteFileDocument] = []
         documents.reserveCapacity(files.count)
@@ -114,7 +117,8 @@ public struct RouteConfiguration: Sendable {
         return try merge(documents)
     }
 
-    /// Parses `yaml` as the route file `file` (used for messages and to resolve relative paths).
+    /// Parses `yaml` as the route file `file` (used for messages and to resolve relative paths); reads no
+    /// file, so songs and recording paths are not checked.
     public static func parse(yaml: String, file: String) throws(RouteFileErrors) -> RouteConfiguration {
         try merge([RouteFileDocument(yaml: yaml, file: file)])
     }

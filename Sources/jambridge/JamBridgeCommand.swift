@@ -84,11 +84,11 @@ struct Run: ParsableCommand {
     }
 }
 
-/// `jambridge check ROUTES...`: validate without touching any device or file they name.
+/// `jambridge check ROUTES...`: validate without touching any device, reading the songs and checking where recordings go.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check route files and report every mistake as file:line:column: message.",
-        discussion: "Touches no device and opens no MIDI file. Exits 1 if any file has errors."
+        discussion: "Touches no device and writes no file; reads each song (file:) and checks that each recording (record:) can be created. Exits 1 if any file has errors."
     )
 
     @OptionGroup var global: GlobalOptions

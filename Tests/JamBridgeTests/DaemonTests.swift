@@ -2,6 +2,7 @@ import Foundation
 import JamBridge
 import Logging
 import MIDI
+import Routing
 import Testing
 
 private func v(_ x: Int) -> UInt7 { UInt7(masking: UInt8(x)) }
@@ -163,32 +164,50 @@ private let logger = Logger(label: "jambridge-test")
         ])
     }
 
-    @Test func aMissingSongIsLoggedAndTheRestRuns() throws {
+    @Test func aMissingSongIsARouteFileMistakeAndNothingStarts() throws {
         let dir = try temporaryDirectory()
         let routeFile = try writePlainRoute(in: dir, song: "nowhere.mid")
-        _ = try JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 0.1), logger: logger).run()
-        #expect(try recorded(dir.appendingPathComponent("out.mid")).isEmpty)
+        #expect {
+            _ = try JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 0.1), logger: logger).run()
+        } throws: { error in
+            (error as? RouteFileErrors)?.description
+                == "\(routeFile):2:17: cannot play the song '\(dir.path)/nowhere.mid': No such file or directory"
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out.mid").path))
     }
 
-    @Test func aReloadRetriesASongThatFailedToLoad() throws {
+    @Test func aReloadWithASongThatCannotBePlayedKeepsTheRunningRoutes() throws {
         let dir = try temporaryDirectory()
-        let routeFile = try writePlainRoute(in: dir)
-        let song = StandardMIDIFile.recording([
+        let routes = { (semitones: Int) in """
+            endpoints:
+              song: { file: song.mid }
+              tape: { record: out.mid }
+            routes:
+              - { from: song, to: tape, transpose: \(semitones) }
+            """ }
+        let file = try writeSetup(in: dir, song: [
             .init(offset: 0, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100))),
-            .init(offset: 10 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
-        ]).encoded()
-        let daemon = JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 1.5), logger: logger)
+            .init(offset: 100 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
+            .init(offset: 800 * ms, message: .noteOn(channel: ch(0), note: v(62), velocity: v(100))),
+            .init(offset: 900 * ms, message: .noteOff(channel: ch(0), note: v(62), velocity: v(0))),
+        ], routes: routes(0))
+        let daemon = JamBridgeDaemon(options: .init(files: [file], stopAfter: 1.5), logger: logger)
         let songPath = dir.appendingPathComponent("song.mid")
-        let fixer = Thread {
-            Thread.sleep(forTimeInterval: 0.2)
-            try? Data(song).write(to: songPath)
+        let transposed = routes(12)
+        // At 0.3 s the song file becomes text and the routes transpose: the reload fails as a whole.
+        let breaker = Thread {
+            Thread.sleep(forTimeInterval: 0.3)
+            try? "not a song".write(to: songPath, atomically: true, encoding: .utf8)
+            try? transposed.write(toFile: file, atomically: true, encoding: .utf8)
             daemon.reload()
         }
-        fixer.start()
+        breaker.start()
         _ = try daemon.run()
         #expect(try recorded(dir.appendingPathComponent("out.mid")) == [
             .noteOn(channel: ch(0), note: v(60), velocity: v(100)),
             .noteOff(channel: ch(0), note: v(60), velocity: v(0)),
+            .noteOn(channel: ch(0), note: v(62), velocity: v(100)),
+            .noteOff(channel: ch(0), note: v(62), velocity: v(0)),
         ])
     }
 }

@@ -12,10 +12,11 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
 let peersPython = repositoryRoot.appendingPathComponent(".build-peers/venv/bin/python")
 
 /// A jambridge process running in the background; `finish` waits for it and collects its output.
-final class JamBridgeProcess: @unchecked Sendable { // the output buffers are written by the readers before `readers` is left
+final class JamBridgeProcess: @unchecked Sendable { // the output buffers are written under `lock`, and by the readers only
     private let process = Process()
     private let out = Pipe(), err = Pipe()
     private var outData = Data(), errData = Data()
+    private let lock = NSLock()
     private let readers = DispatchGroup()
 
     /// Starts jambridge (or `launcher`, e.g. a shell running jambridge somewhere else) with
@@ -32,8 +33,11 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
         for (pipe, keyPath) in [(out, \JamBridgeProcess.outData), (err, \JamBridgeProcess.errData)] {
             readers.enter()
             DispatchQueue.global().async { [self] in
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                self[keyPath: keyPath] = data
+                while true {
+                    let data = pipe.fileHandleForReading.availableData
+                    if data.isEmpty { break }
+                    lock.withLock { self[keyPath: keyPath].append(data) }
+                }
                 readers.leave()
             }
         }
@@ -45,17 +49,39 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
     /// Asks it to stop, as Ctrl-C does.
     func interrupt() { process.interrupt() }
 
-    /// Waits for it to exit; returns its status, standard output and standard error.
-    func finish() -> (status: Int32, out: String, err: String) {
+    /// What it has written to standard error so far.
+    var errorSoFar: String { lock.withLock { String(decoding: errData, as: UTF8.self) } }
+
+    /// Waits (at most `seconds`) until standard error contains `text`; false if it did not.
+    func waitForError(containing text: String, seconds: Double = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !errorSoFar.contains(text) {
+            guard Date() < deadline, process.isRunning else { return errorSoFar.contains(text) }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return true
+    }
+
+    /// Waits for it to exit; returns its status, standard output and standard error. If it is still running
+    /// after `seconds` (if given), it is killed (SIGKILL): a hang shows as status 9, not as a test that never ends.
+    func finish(killingAfter seconds: Double? = nil) -> (status: Int32, out: String, err: String) {
+        if let seconds {
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
         process.waitUntilExit()
         readers.wait()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        return lock.withLock {
+            (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        }
     }
 }
 
-/// Runs jambridge with `arguments`; returns its exit status, standard output and standard error.
-func jambridge(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-    try JamBridgeProcess(arguments).finish()
+/// Runs jambridge with `arguments` (killed if it runs for more than `killingAfter` seconds, if given); returns
+/// its exit status, standard output and standard error.
+func jambridge(_ arguments: [String], killingAfter seconds: Double? = nil) throws -> (status: Int32, out: String, err: String) {
+    try JamBridgeProcess(arguments).finish(killingAfter: seconds)
 }
 
 /// Runs `executable` with `arguments` to completion; returns its status and standard output

@@ -136,6 +136,31 @@ private func v(_ x: UInt8) -> UInt7 { UInt7(masking: x) }
         }
     }
 
+    @Test func theRecordingEncoderWritesWhatRecordingEncodesWhereverTheMessagesAreSplit() {
+        var generator = SeededGenerator(seed: 12)
+        for _ in 0..<50 {
+            var offset: UInt64 = 0
+            let entries = (0..<Int.random(in: 0...60, using: &generator)).map { _ -> TimedSong.Entry in
+                // Now and then an offset going back in time, as a late event's would.
+                offset = Bool.random(using: &generator) && offset > 1_000_000 ? offset - 1_000_000
+                    : offset + UInt64.random(in: 0...50_000_000, using: &generator)
+                return .init(offset: offset, message: generator.message(maxSysEx: 40))
+            }
+            let whole = StandardMIDIFile.recording(entries).encoded()
+            for split in 0...entries.count {
+                var encoder = RecordingEncoder()
+                encoder.append(contentsOf: entries[..<split])
+                let first = encoder.file()
+                #expect(first == StandardMIDIFile.recording(Array(entries[..<split])).encoded())
+                encoder.append(contentsOf: entries[split...])
+                #expect(encoder.file() == whole)
+                #expect(encoder.count == entries.count)
+            }
+        }
+        #expect(RecordingEncoder(ticksPerQuarterNote: 96, microsecondsPerQuarter: 600_000).file()
+                == StandardMIDIFile.recording([], ticksPerQuarterNote: 96, microsecondsPerQuarter: 600_000).encoded())
+    }
+
     @Test func theShippedDemoSongHasItsFourTracks() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("routes/songs/demo.mid")

@@ -30,7 +30,7 @@ private let examplesDirectory = URL(fileURLWithPath: #filePath)
             Issue.record("neither is a route file")
         } catch {
             #expect(error.errors.map(\.description) == [
-                "\(directory.path):1:1: cannot read the route file: Is a directory",
+                "\(directory.path):1:1: cannot read the route file: it is a directory, not a regular file",
                 "\(binary.path):1:1: the route file is not UTF-8 text",
             ])
         }
@@ -55,7 +55,7 @@ private let examplesDirectory = URL(fileURLWithPath: #filePath)
         #expect(configuration.endpoints[0].location == SourceLocation(file: "/home/me/routes/r.yaml", line: 2, column: 3))
     }
 
-    @Test func loopDefaultsToFalseAndAMissingMIDIFileIsNoError() throws {
+    @Test func loopDefaultsToFalseAndParsingReadsNoSong() throws {
         let configuration = try RouteConfiguration.parse(
             yaml: "endpoints:\n  song: { file: not-there-yet.mid }\n", file: "/r/r.yaml")
         #expect(configuration.endpoints.map(\.kind) == [.midiFile(path: "/r/not-there-yet.mid", loop: false)])
@@ -65,6 +65,7 @@ private let examplesDirectory = URL(fileURLWithPath: #filePath)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = try write("endpoints:\n  song: { file: a.mid }\n", to: "a.yaml", in: directory)
+        try writeSong("a.mid", in: directory)
         let second = try write("""
             endpoints:
               tape: { record: b.mid }
@@ -85,6 +86,8 @@ private let examplesDirectory = URL(fileURLWithPath: #filePath)
         let first = try write("endpoints:\n  song: { file: a.mid }\n", to: "a.yaml", in: directory)
         let second = try write("endpoints:\n  tape: { record: t.mid }\n  song: { file: b.mid }\n",
                                to: "b.yaml", in: directory)
+        try writeSong("a.mid", in: directory)
+        try writeSong("b.mid", in: directory)
         do {
             _ = try RouteConfiguration.load(files: [first, second])
             Issue.record("a duplicate endpoint name must be an error")

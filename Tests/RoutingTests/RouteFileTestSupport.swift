@@ -1,4 +1,5 @@
 import Foundation
+import MIDI
 import Routing
 
 // Helpers the route-file test suites share.
@@ -35,5 +36,16 @@ func temporaryDirectory() throws -> URL {
 func write(_ yaml: String, to name: String, in directory: URL) throws -> String {
     let url = directory.appendingPathComponent(name)
     try yaml.write(to: url, atomically: true, encoding: .utf8)
+    return url.path
+}
+
+/// Writes a short Standard MIDI File (one note) to `name` in `directory` and returns its path.
+@discardableResult
+func writeSong(_ name: String, in directory: URL) throws -> String {
+    let url = directory.appendingPathComponent(name)
+    try Data(StandardMIDIFile.recording([
+        .init(offset: 0, message: .noteOn(channel: UInt4(masking: 0), note: UInt7(masking: 60), velocity: UInt7(masking: 100))),
+        .init(offset: 100_000_000, message: .noteOff(channel: UInt4(masking: 0), note: UInt7(masking: 60), velocity: UInt7(masking: 0))),
+    ]).encoded()).write(to: url)
     return url.path
 }

@@ -1,0 +1,159 @@
+import Foundation
+@testable import JamBridge
+import MIDI
+import Testing
+
+// The recorder's file contract (numbered takes, checkpoints a crash cannot break, a full disk that does not
+// stop the jam) and what `check` refuses to read.
+
+private func v(_ x: Int) -> UInt7 { UInt7(masking: UInt8(x)) }
+private let ms: UInt64 = 1_000_000
+
+/// The Python with PyPI mido that scripts/install-deps.sh sets up.
+private let midoPython = repositoryRoot.appendingPathComponent(".build-peers/venv/bin/python").path
+
+/// A song of `count` short notes on channel 1, one every `spacing` nanoseconds.
+private func notes(_ count: Int, every spacing: UInt64) -> [TimedSong.Entry] {
+    (0..<count).flatMap { index -> [TimedSong.Entry] in
+        let note = v(48 + index % 24)
+        let start = UInt64(index) * spacing
+        return [.init(offset: start, message: .noteOn(channel: UInt4(masking: 0), note: note, velocity: v(100))),
+                .init(offset: start + spacing / 2, message: .noteOff(channel: UInt4(masking: 0), note: note, velocity: v(0)))]
+    }
+}
+
+/// A route file in `directory` playing the song `song.mid` (written from `entries`) into `record: TAKE`.
+private func writeRecordingSetup(in directory: URL, song entries: [TimedSong.Entry], take: String) throws -> String {
+    try writeSetup(in: directory, song: entries, routes: """
+        endpoints:
+          song: { file: song.mid }
+          tape: { record: \(take) }
+        routes:
+          - { from: song, to: tape }
+        """)
+}
+
+/// MIDI 1.0 bytes of `message`, as mido prints them.
+private func hex(_ message: MIDIMessage) -> String {
+    var bytes: [UInt8] = []
+    var encoder = MIDIEncoder()
+    encoder.encode(message, into: &bytes)
+    return bytes.map { String(format: "%02X", $0) }.joined(separator: " ")
+}
+
+@Suite(.serialized) struct RecorderTests {
+    @Test func checkRefusesWhatIsNotARouteFileAtOnce() throws {
+        let dir = try temporaryDirectory()
+        let fifo = dir.appendingPathComponent("routes.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let big = dir.appendingPathComponent("big.yaml").path
+        #expect(FileManager.default.createFile(atPath: big, contents: Data("endpoints:\n".utf8)))
+        #expect(truncate(big, 64 << 20) == 0)
+        for (file, reason) in [("/dev/zero", "it is a character device, not a regular file"),
+                               (fifo, "it is a FIFO, not a regular file"),
+                               (dir.path, "it is a directory, not a regular file"),
+                               (big, "it is larger than 1 MiB, the most jambridge reads")] {
+            // A hang is killed after 60 s and fails the status check.
+            let result = try jambridge(["check", file], killingAfter: 60)
+            #expect(result.status == 1, "\(file): \(result.err)")
+            #expect(result.err == "\(file):1:1: cannot read the route file: \(reason)\n")
+            #expect(result.out.isEmpty)
+        }
+    }
+
+    @Test func checkReportsASongThatIsNotASongAndARecordingThatCannotBeMade() throws {
+        let dir = try temporaryDirectory()
+        try "la la la\n".write(to: dir.appendingPathComponent("song.txt"), atomically: true, encoding: .utf8)
+        let file = dir.appendingPathComponent("routes.yaml").path
+        try """
+            endpoints:
+              song: { file: song.txt }
+              tape: { record: /proc/nope/x.mid }
+            routes:
+              - { from: song, to: tape }
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try jambridge(["check", file], killingAfter: 60)
+        #expect(result.status == 1)
+        #expect(result.err == """
+            \(file):2:17: cannot play the song '\(dir.path)/song.txt': at byte 0: not a Standard MIDI File (no MThd header)
+            \(file):3:19: cannot record to '/proc/nope/x.mid': '/proc/nope': No such file or directory
+
+            """)
+    }
+
+    @Test func aSecondTakeGetsANumberedNameAndTheFirstIsKept() throws {
+        let dir = try temporaryDirectory()
+        let song = notes(2, every: 20 * ms)
+        let file = try writeRecordingSetup(in: dir, song: song, take: "take.mid")
+        let first = try jambridge(["run", "--stop-after", "0.3", file], killingAfter: 60)
+        #expect(first.status == 0, "\(first.err)")
+        let firstTake = try Data(contentsOf: dir.appendingPathComponent("take.mid"))
+        let second = try jambridge(["run", "--stop-after", "0.3", file], killingAfter: 60)
+        #expect(second.status == 0, "\(second.err)")
+        #expect(second.err.contains("tape: recording to \(dir.path)/take-2.mid"))
+        #expect(try Data(contentsOf: dir.appendingPathComponent("take.mid")) == firstTake)
+        for take in ["take.mid", "take-2.mid"] {
+            #expect(try recorded(dir.appendingPathComponent(take)) == song.map(\.message))
+        }
+        #expect(MIDIRecorder.numbered("/a/b.c/take.mid", 3) == "/a/b.c/take-3.mid")
+        #expect(MIDIRecorder.numbered("/a/b.c/take", 2) == "/a/b.c/take-2")
+        #expect(MIDIRecorder.numbered("/a/.take", 2) == "/a/.take-2")
+    }
+
+    @Test func aRecorderThatCannotCreateItsFileFailsAtStart() {
+        #expect(throws: MIDIRecorder.RecordingError.self) {
+            try MIDIRecorder(name: "tape", requested: "/proc/nope/x.mid", logger: .init(label: "jambridge-test"))
+        }
+    }
+
+    @Test func afterSIGKILLTheTakeHoldsTheSongUpToTheLastCheckpointAndMidoReadsIt() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: midoPython),
+                     "mido's Python \(midoPython) is missing: run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let song = notes(80, every: 100 * ms) // 8 s
+        let file = try writeRecordingSetup(in: dir, song: song, take: "take.mid")
+        let take = dir.appendingPathComponent("take.mid")
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "120", file])
+        // The first checkpoint comes 2 s after the start; wait for it, then kill without warning.
+        let deadline = Date().addingTimeInterval(60)
+        while ((try? recorded(take)) ?? []).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        kill(daemon.pid, SIGKILL)
+        let result = daemon.finish(killingAfter: 60)
+        #expect(!result.err.contains("tape: recorded"), "it was killed before it could stop")
+        let read = try run(midoPython, [repositoryRoot.appendingPathComponent("Tests/Peers/mido_read.py").path, take.path])
+        #expect(read.status == 0)
+        let messages = read.out.split(separator: "\n").map(String.init)
+        #expect(!messages.isEmpty)
+        #expect(messages == song.prefix(messages.count).map { hex($0.message) })
+    }
+
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs in a mount namespace needs root"))
+    func aFullDiskIsLoggedOnceAndTheJamGoesOn() throws {
+        let dir = try temporaryDirectory()
+        let disk = dir.appendingPathComponent("disk")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: false)
+        // 6000 messages in 11 s, some 2.5 KB a second and 27 KB in all, on a 16 KiB disk that must also hold each
+        // checkpoint's new copy: the first checkpoint fits, a later one does not.
+        let song = notes(3000, every: 3_600_000)
+        let file = try writeRecordingSetup(in: dir, song: song, take: "disk/take.mid")
+        // The tmpfs exists in the daemon's own mount namespace only, and goes when it exits.
+        let daemon = try JamBridgeProcess(
+            ["--mount", "sh", "-c", #"mount -t tmpfs -o size=16k jambridge-test "$1" && exec "$2" run --stop-after 120 "$3""#,
+             "sh", disk.path, executable.path, file],
+            launcher: "/usr/bin/unshare")
+        #expect(daemon.waitForError(containing: "tape: cannot write the recording: "))
+        #expect(daemon.waitForError(containing: "song: song ended"))
+        // The take on the full disk is a whole file holding the song up to its last checkpoint.
+        let onDisk = URL(fileURLWithPath: "/proc/\(daemon.pid)/root\(disk.path)/take.mid")
+        let kept = try recorded(onDisk)
+        #expect(!kept.isEmpty && kept.count < song.count)
+        #expect(kept == song.prefix(kept.count).map(\.message))
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 60)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.components(separatedBy: "tape: cannot write the recording: ").count == 2, "\(result.err)")
+        #expect(result.err.contains("No space left on device"))
+        #expect(result.err.contains("stopped: \(song.count) messages delivered"))
+        #expect(result.err.contains("tape: could not write the end of the recording (\(song.count) events)"))
+    }
+}
