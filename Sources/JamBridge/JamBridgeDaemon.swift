@@ -57,6 +57,9 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     private var oscRouteIDs: [OSCRouteKey: EndpointID] = [:]
     /// Prints every delivered event and OSC message (`--monitor`).
     private var monitor: EventMonitor?
+    /// While the first configuration starts: what could not be opened (a port taken, a song or a take that
+    /// cannot be had), which makes `run` stop and fail. Nil afterwards: a reload logs and runs on.
+    private var startFailures: [String]?
 
     /// A daemon for `options`, logging to `logger`.
     public init(options: Options, logger: Logger) {
@@ -65,12 +68,25 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     }
 
     /// Loads the route files, runs until stopped, then releases every note and writes the
-    /// recordings. Throws the route files' errors if they do not load.
-    public func run() throws(RouteFileErrors) -> RouterCounters {
-        let configuration = try RouteConfiguration.load(files: options.files)
-        control.sync {
+    /// recordings. Throws the route files' errors if they do not load, and what could not be opened
+    /// if something they ask for cannot be had at start (after stopping what did start).
+    public func run() throws(DaemonError) -> RouterCounters {
+        let configuration: RouteConfiguration
+        do {
+            configuration = try RouteConfiguration.load(files: options.files)
+        } catch {
+            throw .routeFiles(error)
+        }
+        let failures = control.sync {
+            startFailures = []
             start(configuration)
-            armSignals()
+            defer { startFailures = nil }
+            if startFailures!.isEmpty { armSignals() }
+            return startFailures!
+        }
+        guard failures.isEmpty else {
+            _ = control.sync { shutdown() }
+            throw .cannotStart(failures)
         }
         if let seconds = options.stopAfter {
             _ = stopRequested.wait(timeout: .now() + .nanoseconds(Int(seconds * 1e9)))
@@ -78,6 +94,16 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             stopRequested.wait()
         }
         return control.sync { shutdown() }
+    }
+
+    /// Logs `problem`, something the route files ask for that cannot be had; at start it also makes `run` fail.
+    private func failedToOpen(_ problem: String, _ consequence: String) {
+        if startFailures != nil {
+            startFailures!.append(problem)
+            logger.error("\(problem)")
+        } else {
+            logger.error("\(problem); \(consequence)")
+        }
     }
 
     /// Asks a running daemon to stop (as SIGTERM does).
@@ -93,7 +119,10 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         self.monitor = monitor
         openSession(configuration)
         openALSA(configuration)
+        // What cannot be opened stops the start here (`run` fails); ports first, so that no take is claimed for nothing.
+        guard startFailures?.isEmpty ?? true else { return }
         let added = assign(configuration)
+        guard startFailures?.isEmpty ?? true else { return }
         assignOSCRoutes(configuration)
         registerALSA(added)
         let engine = Engine(graph: graph(configuration), sinks: sinkTable(), names: names, monitor: monitor)
@@ -120,7 +149,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         do {
             alsa = try ALSAClient(clientName: name, logger: logger)
         } catch {
-            logger.error("\(error); the alsa endpoints stay silent until a reload")
+            failedToOpen("\(error)", "the alsa endpoints stay silent until a reload")
         }
     }
 
@@ -153,7 +182,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         do {
             network = try NetworkSession(settings: settings, logger: logger)
         } catch {
-            logger.error("\(configuration.session.map { "\($0.location): " } ?? "")session '\(settings.configuration.name)': \(error); its endpoints stay silent until a reload")
+            failedToOpen("\(configuration.session.map { "\($0.location): " } ?? "")session '\(settings.configuration.name)': \(error)",
+                         "its endpoints stay silent until a reload")
         }
     }
 
@@ -201,7 +231,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 return Running(kind: declaration.kind,
                                source: MIDIFilePlayer(name: declaration.name, song: song, loop: loop, logger: logger))
             } catch {
-                logger.error("\(declaration.location): \(declaration.name): cannot play \(error); this endpoint stays silent")
+                failedToOpen("\(declaration.location): \(declaration.name): cannot play \(error)", "this endpoint stays silent")
                 return Running(kind: declaration.kind)
             }
         case .recorder(let path):
@@ -209,7 +239,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 return Running(kind: declaration.kind,
                                sink: try MIDIRecorder(name: declaration.name, requested: path, logger: logger))
             } catch {
-                logger.error("\(declaration.location): \(declaration.name): cannot record: \(error); this endpoint stays silent")
+                failedToOpen("\(declaration.location): \(declaration.name): cannot record: \(error)", "this endpoint stays silent")
                 return Running(kind: declaration.kind)
             }
         case .alsaPorts, .alsaCreated:
@@ -219,7 +249,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 let endpoint = try OSCEndpoint(name: declaration.name, settings: settings, logger: logger, monitor: monitor)
                 return Running(kind: declaration.kind, source: endpoint, sink: OSCFeedbackSink(endpoint: endpoint))
             } catch {
-                logger.error("\(declaration.location): \(declaration.name): \(error); this endpoint stays silent")
+                failedToOpen("\(declaration.location): \(declaration.name): \(error)", "this endpoint stays silent")
                 return Running(kind: declaration.kind)
             }
         case .session, .peer:
@@ -337,6 +367,21 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             source.setEventHandler(handler: handler)
             source.resume()
             signalSources.append(source)
+        }
+    }
+}
+
+/// Why `JamBridgeDaemon.run` did not run.
+public enum DaemonError: Error, CustomStringConvertible {
+    /// The route files have mistakes.
+    case routeFiles(RouteFileErrors)
+    /// Something they ask for could not be opened at start (each with its route-file location where known).
+    case cannotStart([String])
+
+    public var description: String {
+        switch self {
+        case .routeFiles(let errors): errors.description
+        case .cannotStart(let problems): problems.joined(separator: "\n")
         }
     }
 }

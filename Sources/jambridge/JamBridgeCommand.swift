@@ -77,9 +77,13 @@ struct Run: ParsableCommand {
         let daemon = JamBridgeDaemon(options: .init(files: routes, monitor: monitor, stopAfter: stopAfter), logger: logger)
         do {
             _ = try daemon.run()
-        } catch {
-            report(error)
+        } catch .routeFiles(let errors) {
+            report(errors)
             throw ExitCode(1)
+        } catch .cannotStart {
+            // Each problem was logged as it happened, and the closing line says jambridge did not start.
+            logger.critical("jambridge did not start: what the route files ask for cannot be opened")
+            throw ExitCode(2)
         }
     }
 }

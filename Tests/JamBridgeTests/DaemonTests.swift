@@ -170,7 +170,8 @@ private let logger = Logger(label: "jambridge-test")
         #expect {
             _ = try JamBridgeDaemon(options: .init(files: [routeFile], stopAfter: 0.1), logger: logger).run()
         } throws: { error in
-            (error as? RouteFileErrors)?.description
+            guard case .routeFiles(let errors) = error as? DaemonError else { return false }
+            return errors.description
                 == "\(routeFile):2:17: cannot play the song '\(dir.path)/nowhere.mid': No such file or directory"
         }
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out.mid").path))

@@ -232,3 +232,43 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
         #expect(notes == ["on 60", "off 60", "on 62", "off 62"], "\(notes)")
     }
 }
+
+@Suite(.serialized) struct StartupFailureTests {
+    @Test func aSecondDaemonOnTakenPortsSaysWhereAndExitsTwoWhileTheFirstRunsOn() throws {
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort(), oscPort = freshOSCPorts(1)[0]
+        let file = dir.appendingPathComponent("hub.yaml")
+        try """
+            session: { name: hub, port: \(port), bind: 127.0.0.1, advertise: false }
+            endpoints:
+              phone: { osc: { listen: \(oscPort), host: 127.0.0.1 } }
+              tape: { record: take.mid }
+            routes:
+              - { from: [session, phone], to: tape }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let first = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntilBound([port, port + 1, oscPort]))
+        let second = try jambridge(["run", "--stop-after", "60", file.path])
+        #expect(second.status == 2, "\(second.err)")
+        #expect(second.err.contains("\(file.path):1:1: session 'hub': cannot bind"), "\(second.err)")
+        #expect(second.err.contains("jambridge did not start"), "\(second.err)")
+        #expect(!second.err.contains("jambridge running"), "\(second.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("take-2.mid").path))
+        // Only the OSC port taken: the endpoint is named where it is declared.
+        let oscOnly = dir.appendingPathComponent("phone.yaml")
+        try """
+            endpoints:
+              phone: { osc: { listen: \(oscPort), host: 127.0.0.1 } }
+              tape: { record: phone.mid }
+            routes:
+              - { from: phone, to: tape }
+            """.write(to: oscOnly, atomically: true, encoding: .utf8)
+        let third = try jambridge(["run", "--stop-after", "60", oscOnly.path])
+        #expect(third.status == 2, "\(third.err)")
+        #expect(third.err.contains("\(oscOnly.path):2:3: phone: "), "\(third.err)")
+        #expect(third.err.contains("jambridge did not start"), "\(third.err)")
+        first.interrupt()
+        let result = first.finish()
+        #expect(result.status == 0, "\(result.err)")
+    }
+}
