@@ -17,7 +17,11 @@ import Synchronization
 /// `PATH.partial`, synced, then renamed over the take: the file on disk is always a complete Standard
 /// MIDI File. A checkpoint that cannot be written (a full disk) is logged once, the take goes on in memory,
 /// and every later checkpoint tries again. Stop writes the final file.
-public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` is touched on the engine's queue only; `take` and `failing` on `writer` only
+///
+/// A take holds the music: channel messages and SysEx. Clock bytes, Start/Stop/Continue, Song Position and
+/// the other system common and real-time messages are counted and left out: written as raw bytes (SMF F7
+/// escapes) they made files that readers such as mido refuse, and 24 clock bytes a beat are no tempo.
+public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` and `leftOut` are touched on the engine's queue only; `take` and `failing` on `writer` only
     /// How often, in seconds, what was received is written to the file.
     static let checkpointSeconds = 2
 
@@ -28,6 +32,8 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
     private let logger: Logger
     /// When the first message arrived: offsets in the take count from it.
     private var first: MonotonicInstant?
+    /// System common and real-time messages received and not recorded.
+    private var leftOut = 0
     /// What arrived since the last checkpoint took it.
     private let pending = Mutex<[TimedSong.Entry]>([])
     private let writer: DispatchQueue
@@ -55,6 +61,10 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
     deinit { timer.cancel() }
 
     public func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
+        guard message.channel != nil || message.kind == .sysEx else {
+            leftOut += 1
+            return
+        }
         let start = first ?? time
         first = start
         let entry = TimedSong.Entry(offset: time.nanoseconds &- min(start.nanoseconds, time.nanoseconds), message: message)
@@ -62,6 +72,9 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
     }
 
     public func stop() {
+        if leftOut > 0 {
+            logger.info("\(name): \(leftOut) clock, transport and other system messages were not recorded (a take holds channel messages and SysEx)")
+        }
         writer.sync {
             timer.cancel()
             checkpoint()

@@ -79,7 +79,7 @@ private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviti
             routes:
               - { from: session, to: tape }
             """.write(to: receiverFile, atomically: true, encoding: .utf8)
-        let receiver = try JamBridgeProcess(["run", "--stop-after", "3.5", receiverFile.path])
+        let receiver = try JamBridgeProcess(["run", "--monitor", "--stop-after", "3.5", receiverFile.path])
         Thread.sleep(forTimeInterval: 0.3)
         var messages = playing
         messages += [.programChange(channel: UInt4(masking: 2), program: UInt7(masking: 5)),
@@ -88,7 +88,7 @@ private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviti
         let entries = messages.enumerated().map { TimedSong.Entry(offset: 1000 * ms + UInt64($0.offset) * 10 * ms, message: $0.element) }
         let sender = try writeInvitingSender(in: dir, name: "Sender", port: port + 2, inviting: port, song: entries)
         _ = try jambridge(["run", "--stop-after", "2", sender])
-        _ = receiver.finish()
+        let received = receiver.finish()
         dumpcap.waitUntilExit()
 
         let decode = ["-r", capture, "-d", "udp.port==\(port + 1),rtp", "-d", "udp.port==\(port + 3),rtp", "-d", "rtp.pt==97,rtpmidi"]
@@ -106,7 +106,8 @@ private func writeInvitingSender(in dir: URL, name: String, port: UInt16, inviti
         #expect(noteLines.contains { $0.hasPrefix("0\t60\t100") }, "\(notes.out)")
         #expect(noteLines.contains { $0.hasPrefix("0\t64\t90") }, "\(notes.out)")
         #expect(noteLines.contains { $0.hasSuffix("\t7") || $0.hasSuffix("\t1") }, "\(notes.out)")
-        #expect(try recorded(dir.appendingPathComponent("received.mid")) == messages)
+        #expect(monitored(received.out, from: "session", to: "tape") == messages.map(\.description))
+        #expect(try recorded(dir.appendingPathComponent("received.mid")) == recordable(messages))
 
         // Every packet carries a journal of what the receiver has not confirmed (its first RS
         // confirms the first packet at once): note 64 on channel 2, CC 1 = 64, program 5,
