@@ -144,8 +144,16 @@ extension RouteFileDocument {
         if let running = values["running-status"], let flag = readBool(running.value, key: "running-status") {
             session.runningStatus = flag
         }
-        if let timeout = values["timeout"] { session.timeout = readTimeout(timeout.value) ?? session.timeout }
-        if let maxPeers = values["max-peers"] { session.maxPeers = readMaxPeers(maxPeers.value) ?? session.maxPeers }
+        if let timeout = values["timeout"] {
+            session.timeout = readInteger(timeout.value, key: "timeout", what: "the peer timeout",
+                                          in: SessionDeclaration.timeoutRange,
+                                          meaning: "seconds without clock sync before a peer is dropped") ?? session.timeout
+        }
+        if let maxPeers = values["max-peers"] {
+            session.maxPeers = readInteger(maxPeers.value, key: "max-peers", what: "the peer limit",
+                                           in: SessionDeclaration.maxPeersRange,
+                                           meaning: "peers connected at once") ?? session.maxPeers
+        }
         if let playout = values["playout"] { session.playout = readPlayout(playout.value, key: playout.key) ?? [] }
         return session
     }
@@ -236,28 +244,16 @@ extension RouteFileDocument {
         return nil
     }
 
-    /// `timeout:`: whole seconds within `SessionDeclaration.timeoutRange`.
-    private mutating func readTimeout(_ node: Node) -> Int? {
-        let range = SessionDeclaration.timeoutRange
-        let text = "\(range.lowerBound)-\(range.upperBound) seconds without clock sync before a peer is dropped"
-        guard let seconds = readInteger(node, what: "the peer timeout", range: text) else { return nil }
-        guard range.contains(seconds) else {
-            fail(node, "timeout \(seconds) is out of range; 'timeout' is \(text)")
+    /// The whole number written for `key` within `range`, which counts `meaning`; `what` names it in messages.
+    private mutating func readInteger(_ node: Node, key: String, what: String, in range: ClosedRange<Int>,
+                                      meaning: String) -> Int? {
+        let text = "\(range.lowerBound)-\(range.upperBound) \(meaning)"
+        guard let number = readInteger(node, what: what, range: text) else { return nil }
+        guard range.contains(number) else {
+            fail(node, "\(key) \(number) is out of range; '\(key)' is \(text)")
             return nil
         }
-        return seconds
-    }
-
-    /// `max-peers:`, the most peers connected at once.
-    private mutating func readMaxPeers(_ node: Node) -> Int? {
-        let range = SessionDeclaration.maxPeersRange
-        let text = "\(range.lowerBound)-\(range.upperBound) peers connected at once"
-        guard let count = readInteger(node, what: "the peer limit", range: text) else { return nil }
-        guard range.contains(count) else {
-            fail(node, "max-peers \(count) is out of range; 'max-peers' is \(text)")
-            return nil
-        }
-        return count
+        return number
     }
 
     /// A control port 1-65534 (the data port is the next one), described in messages as `what`.

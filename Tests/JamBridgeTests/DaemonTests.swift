@@ -59,6 +59,17 @@ func notesLeftOn(_ messages: [MIDIMessage]) -> Set<[UInt8]> {
 
 private let logger = Logger(label: "jambridge-test")
 
+/// A route file playing song.mid into out.mid, transposed by `semitones`.
+private func transposing(_ semitones: Int) -> String {
+    """
+    endpoints:
+      song: { file: song.mid }
+      tape: { record: out.mid }
+    routes:
+      - { from: song, to: tape, transpose: \(semitones) }
+    """
+}
+
 @Suite(.serialized) struct DaemonTests {
     @Test func songPlaysThroughTheRouteIntoTheRecording() throws {
         let dir = try temporaryDirectory()
@@ -133,22 +144,15 @@ private let logger = Logger(label: "jambridge-test")
 
     @Test func reloadChangingATransposeReleasesTheHeldNoteWhereItWent() throws {
         let dir = try temporaryDirectory()
-        let routes = { (semitones: Int) in """
-            endpoints:
-              song: { file: song.mid }
-              tape: { record: out.mid }
-            routes:
-              - { from: song, to: tape, transpose: \(semitones) }
-            """ }
         let file = try writeSetup(in: dir, song: [
             .init(offset: 0, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100))),
             .init(offset: 2000 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
             .init(offset: 2100 * ms, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100))),
             .init(offset: 2200 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
-        ], routes: routes(0))
+        ], routes: transposing(0))
         // The reload lands while the first note is held (at 0.15 s; the note lasts 2 s).
         let daemon = JamBridgeDaemon(options: .init(files: [file], stopAfter: 3.0), logger: logger)
-        let transposed = routes(7)
+        let transposed = transposing(7)
         let reloader = Thread {
             Thread.sleep(forTimeInterval: 0.15)
             try? transposed.write(toFile: file, atomically: true, encoding: .utf8)
@@ -179,22 +183,15 @@ private let logger = Logger(label: "jambridge-test")
 
     @Test func aReloadWithASongThatCannotBePlayedKeepsTheRunningRoutes() throws {
         let dir = try temporaryDirectory()
-        let routes = { (semitones: Int) in """
-            endpoints:
-              song: { file: song.mid }
-              tape: { record: out.mid }
-            routes:
-              - { from: song, to: tape, transpose: \(semitones) }
-            """ }
         let file = try writeSetup(in: dir, song: [
             .init(offset: 0, message: .noteOn(channel: ch(0), note: v(60), velocity: v(100))),
             .init(offset: 100 * ms, message: .noteOff(channel: ch(0), note: v(60), velocity: v(0))),
             .init(offset: 800 * ms, message: .noteOn(channel: ch(0), note: v(62), velocity: v(100))),
             .init(offset: 900 * ms, message: .noteOff(channel: ch(0), note: v(62), velocity: v(0))),
-        ], routes: routes(0))
+        ], routes: transposing(0))
         let daemon = JamBridgeDaemon(options: .init(files: [file], stopAfter: 1.5), logger: logger)
         let songPath = dir.appendingPathComponent("song.mid")
-        let transposed = routes(12)
+        let transposed = transposing(12)
         // At 0.3 s the song file becomes text and the routes transpose: the reload fails as a whole.
         let breaker = Thread {
             Thread.sleep(forTimeInterval: 0.3)

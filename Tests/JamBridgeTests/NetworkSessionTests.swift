@@ -6,7 +6,13 @@ import Testing
 private let ms: UInt64 = 1_000_000
 
 /// An even UDP port pair unlikely to be taken, different on every run.
-func freshSessionPort() -> UInt16 { UInt16.random(in: 10_000...30_000) * 2 }
+func freshSessionPort() -> UInt16 {
+    // Suites run at once and each takes the ports from here to here + 3 (two sessions): skip bound ones.
+    while true {
+        let port = UInt16.random(in: 10_000...30_000) * 2
+        if !(port...port + 3).contains(where: isBound) { return port }
+    }
+}
 
 /// One of every MIDI message jambridge carries, a 64 KiB SysEx, and a run of clock bytes.
 func everyMessageType() -> [MIDIMessage] {
