@@ -205,7 +205,7 @@ extension RouteFileDocument {
                     fail(node, "'\(address)' is not a numeric IPv4 or IPv6 address; \(form)")
                 }
             case .malformedLength(let length):
-                fail(node, "'\(text)' has '\(length)' after '/', not a prefix length; \(form)")
+                fail(node, "'\(text)' has \(length.isEmpty ? "nothing" : "'\(length)'") after '/', not a prefix length; \(form)")
             case .lengthOutOfRange(let length, let maximum):
                 fail(node, "'\(text)': /\(length) is out of range; an \(maximum == 32 ? "IPv4" : "IPv6") prefix length "
                      + "is 0-\(maximum)")
