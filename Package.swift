@@ -22,8 +22,8 @@ let package = Package(
         // The MIDI 1.0 model, byte-stream parser/encoder and Standard MIDI Files. Stdlib only.
         .target(name: "MIDI"),
         // Route files (YAML) -> compiled route graph -> router. Reads route files and checks the songs and
-        // recording paths they name; no other I/O, no clock.
-        .target(name: "Routing", dependencies: ["MIDI", .product(name: "Yams", package: "Yams")]),
+        // recording paths they name; no other I/O, no clock (of Transport, only its address types).
+        .target(name: "Routing", dependencies: ["MIDI", "Transport", .product(name: "Yams", package: "Yams")]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -53,7 +53,7 @@ let package = Package(
         // Seeded random MIDI for the property tests of several test targets.
         .target(name: "MIDITestSupport", dependencies: ["MIDI"], path: "Tests/MIDITestSupport"),
         .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
-        .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
+        .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "Transport", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),

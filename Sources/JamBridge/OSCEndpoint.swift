@@ -11,8 +11,10 @@ import Transport
 /// An `osc:` endpoint: controllers send OSC to its UDP port; each route from it translates by its own `osc:`
 /// block (its MIDI enters the router under an ID of that route's own), and MIDI routed to it goes back to the
 /// controllers (at their host and `reply` port) and to the `send` targets, through the inverse mappings.
-/// A controller's own change is not echoed back to it; one that appears, or reappears after `forget` seconds
-/// of silence, is sent the full state. Everything after `start` runs on the engine's queue.
+/// Datagrams from senders outside `accept` are counted and dropped unread. A controller's own change is not echoed
+/// back to it; one that appears, or reappears after `forget` seconds of silence, is sent the full state; what a
+/// controller is sent is paid for by what it sends (`ControllerFeed`). Everything after `start` runs on the
+/// engine's queue.
 final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// One route from this endpoint: the ID its MIDI enters the router with, and its translation.
     struct Route {
@@ -32,13 +34,22 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     private var feedback = OSCFeedbackMapper(mappings: [])
     private var feedbackMappings: [OSCRouteMapping] = []
     private var echo = EchoFilter<NetworkAddress>()
-    /// When each controller last sent, in monotonic seconds, by the address its feedback goes to (stable for a
-    /// controller even if it sends from changing ports).
-    private var controllers: [NetworkAddress: Double] = [:]
+    /// A controller: when it last sent, in monotonic seconds, and what it may be sent and is owed.
+    private struct Controller {
+        var lastHeard: Double
+        var feed: ControllerFeed
+    }
+
+    /// The controllers, by the address their feedback goes to (stable for a controller even if it sends from
+    /// changing ports).
+    private var controllers: [NetworkAddress: Controller] = [:]
+    /// Reused per MIDI message fed back: each controller, and whether the echo filter lets the message go to it.
+    private var recipients: [(address: NetworkAddress, admitted: Bool)] = []
     private weak var sink: EventSink?
     private var ticker: DispatchSourceTimer?
     private var isStopped = false
-    private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0, controllersRefused: 0)
+    private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0, controllersRefused: 0,
+                          notAccepted: 0, heldBack: 0)
     /// The most controllers fed back to at once: each costs a send per feedback message, and senders' addresses
     /// can be forged.
     static let maximumControllers = 64
@@ -80,6 +91,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         if mappings != feedbackMappings {
             feedbackMappings = mappings
             feedback = OSCFeedbackMapper(mappings: mappings)
+            for address in controllers.keys { controllers[address]?.feed.stateWasReplaced() }
         }
     }
 
@@ -109,11 +121,18 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// Closes the socket and logs the counts; the engine calls this through `OSCFeedbackSink`.
     func close() {
         socket.close()
-        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures")
+        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back")
     }
 
     private func received(_ datagram: OSCSocket.Datagram, from sender: NetworkAddress) {
         guard !isStopped else { return }
+        guard settings.accept.accepts(sender) else {
+            counts.notAccepted += 1
+            if isLogged(counts.notAccepted) {
+                logger.warning("\(name): ignored OSC from \(sender), which 'accept' does not list (\(counts.notAccepted) so far)")
+            }
+            return
+        }
         let now = MonotonicClock.now()
         let seconds = Double(now.nanoseconds) / 1e9
         let replyTo = settings.replyPort.map { sender.with(port: $0) } ?? sender
@@ -125,7 +144,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
                 try OSCPacket.decode(bytes) { message, _ in
                     if !heard {
                         heard = true
-                        isController = heardFrom(replyTo, at: seconds)
+                        isController = heardFrom(replyTo, datagramBytes: bytes.count, at: seconds)
                     }
                     map(message, from: isController ? replyTo : nil, sender: sender, at: now)
                 }
@@ -138,11 +157,12 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         scheduleTicks()
     }
 
-    /// Notes that the controller answered at `address` sent OSC at `seconds`; one that is new, or back after
-    /// `forget` seconds of silence, is sent the full state. Controllers silent that long are forgotten.
+    /// Notes that the controller answered at `address` sent a datagram of OSC, `datagramBytes` long, at
+    /// `seconds`, and sends it what that earns of what it is owed: a controller that is new, or back after
+    /// `forget` seconds of silence, is owed the full state. Controllers silent that long are forgotten.
     /// False if it is not one (`maximumControllers` are known already): it gets no feedback and nothing
     /// is kept about it.
-    private func heardFrom(_ address: NetworkAddress, at seconds: Double) -> Bool {
+    private func heardFrom(_ address: NetworkAddress, datagramBytes: Int, at seconds: Double) -> Bool {
         forgetSilentControllers(at: seconds)
         if controllers[address] == nil {
             guard controllers.count < Self.maximumControllers else {
@@ -152,14 +172,17 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
                 }
                 return false
             }
-            sendFullState(to: address)
+            controllers[address] = Controller(lastHeard: seconds, feed: ControllerFeed(stateCount: feedback.stateCount))
         }
-        controllers[address] = seconds
+        controllers[address]?.lastHeard = seconds
+        controllers[address]?.feed.earn(byteCount: datagramBytes)
+        let now = MonotonicClock.now()
+        controllers[address]?.feed.catchUp(on: feedback) { send($0, to: address, at: now) }
         return true
     }
 
     private func forgetSilentControllers(at seconds: Double) {
-        for (address, lastSeen) in controllers where seconds - lastSeen > settings.forgetAfter {
+        for (address, controller) in controllers where seconds - controller.lastHeard > settings.forgetAfter {
             controllers[address] = nil
             echo.forget(address)
         }
@@ -204,20 +227,22 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         }
     }
 
-    /// Sends `message`'s feedback to the controllers heard from within `forget` seconds (not the one whose own
-    /// change it is) and to the targets.
+    /// Sends `message`'s feedback to the targets and to the controllers heard from within `forget` seconds (not
+    /// the one whose own change it is) that have the credit for it; a controller without is owed it instead.
     fileprivate func feedback(for message: MIDIMessage, at time: MonotonicInstant) {
         forgetSilentControllers(at: Double(MonotonicClock.now().nanoseconds) / 1e9)
-        var recipients = targets
-        for address in controllers.keys where echo.admits(message, to: address) { recipients.append(address) }
-        feedback.feedback(for: message) { osc in
-            for address in recipients { send(osc, to: address, at: time) }
+        recipients.removeAll(keepingCapacity: true)
+        for address in controllers.keys { recipients.append((address, echo.admits(message, to: address))) }
+        feedback.feedback(for: message) { osc, stateIndex in
+            for target in targets { send(osc, to: target, at: time) }
+            for (address, admitted) in recipients {
+                if !admitted {
+                    if let stateIndex { controllers[address]?.feed.markCurrent(stateIndex) }
+                } else if controllers[address]?.feed.offer(osc, stateIndex: stateIndex, send: { send($0, to: address, at: time) }) == false {
+                    counts.heldBack += 1
+                }
+            }
         }
-    }
-
-    private func sendFullState(to address: NetworkAddress) {
-        let now = MonotonicClock.now()
-        for message in feedback.fullState() { send(message, to: address, at: now) }
     }
 
     private func send(_ message: OSCMessage, to address: NetworkAddress, at time: MonotonicInstant) {

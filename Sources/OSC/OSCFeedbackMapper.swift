@@ -72,8 +72,15 @@ public struct OSCFeedbackMapper: Sendable {
     /// The last message sent to each address, in the order first sent: what a controller that (re)appears is sent.
     public func fullState() -> [OSCMessage] { state }
 
-    /// Sends through `emit` the OSC messages that show `message` on the endpoint's controllers.
-    public mutating func feedback(for message: MIDIMessage, emit: (OSCMessage) -> Void) {
+    /// How many entries the full state has; their indices are stable (new addresses are added at the end).
+    public var stateCount: Int { state.count }
+
+    /// Entry `index` of the full state: the last message sent to its address.
+    public func stateMessage(at index: Int) -> OSCMessage { state[index] }
+
+    /// Sends through `emit` the OSC messages that show `message` on the endpoint's controllers, each with its
+    /// index in the full state (nil for a `/note` of the MIDI-over-OSC family, which the state does not keep).
+    public mutating func feedback(for message: MIDIMessage, emit: (OSCMessage, Int?) -> Void) {
         guard let channel = message.channel, let (slot, value) = MIDISlot.slot(of: message) else { return }
         let channelNumber = Int(channel.value) + 1
         for control in controls {
@@ -100,7 +107,7 @@ public struct OSCFeedbackMapper: Sendable {
     /// Sends `control`'s message for channel `channelNumber` and (if `number` is given) controller or note
     /// `midiNumber`, with argument `argument` set to `input`, if the captures can be solved.
     private mutating func send(_ control: Control, _ channelNumber: Int, _ number: ResolvedNumber?, _ midiNumber: Int,
-                               argument: Int, _ input: Double, emit: (OSCMessage) -> Void) {
+                               argument: Int, _ input: Double, emit: (OSCMessage, Int?) -> Void) {
         bindings.removeAll(keepingCapacity: true)
         bindings.append(contentsOf: repeatElement(nil, count: control.captureCount))
         guard control.channel.bind(channelNumber, into: &bindings),
@@ -121,13 +128,13 @@ public struct OSCFeedbackMapper: Sendable {
         remember(OSCMessage(address, arguments), as: .address(address), emit: emit)
     }
 
-    private mutating func sendFamily(_ message: MIDIMessage, slot: Int, emit: (OSCMessage) -> Void) {
+    private mutating func sendFamily(_ message: MIDIMessage, slot: Int, emit: (OSCMessage, Int?) -> Void) {
         let channel = OSCArgument.int32(Int32(message.channel.map { $0.value + 1 } ?? 1))
         switch message {
         case .noteOn(_, let note, let velocity):
-            emit(OSCMessage("/note", [channel, .int32(Int32(note.value)), .int32(Int32(velocity.value))]))
+            emit(OSCMessage("/note", [channel, .int32(Int32(note.value)), .int32(Int32(velocity.value))]), nil)
         case .noteOff(_, let note, _):
-            emit(OSCMessage("/note", [channel, .int32(Int32(note.value)), .int32(0)]))
+            emit(OSCMessage("/note", [channel, .int32(Int32(note.value)), .int32(0)]), nil)
         case .controlChange(_, let controller, let value):
             remember(OSCMessage("/cc", [channel, .int32(Int32(controller.value)), .int32(Int32(value.value))]),
                      as: .family(slot: slot), emit: emit)
@@ -143,14 +150,17 @@ public struct OSCFeedbackMapper: Sendable {
     }
 
     /// Keeps `message` as the state under `key` and sends it.
-    private mutating func remember(_ message: OSCMessage, as key: StateKey, emit: (OSCMessage) -> Void) {
-        if let index = stateIndex[key] {
+    private mutating func remember(_ message: OSCMessage, as key: StateKey, emit: (OSCMessage, Int?) -> Void) {
+        let index: Int
+        if let known = stateIndex[key] {
+            index = known
             state[index] = message
         } else {
-            stateIndex[key] = state.count
+            index = state.count
+            stateIndex[key] = index
             state.append(message)
         }
-        emit(message)
+        emit(message, index)
     }
 }
 

@@ -46,6 +46,22 @@ public struct OSCMessage: Hashable, Sendable, CustomStringConvertible {
     /// The type tags, e.g. `ff`.
     public var typeTags: String { String(arguments.map(\.typeTag)) }
 
+    /// The size of the message encoded as an OSC packet, in bytes (what `OSCPacket.encode` writes).
+    public var encodedByteCount: Int {
+        func padded(_ count: Int) -> Int { (count + 3) / 4 * 4 }
+        var total = padded(address.utf8.count + 1) + padded(arguments.count + 2) // ",TAGS" and its NUL
+        for argument in arguments {
+            switch argument {
+            case .int32, .float, .midi, .char: total += 4
+            case .int64, .double, .timetag: total += 8
+            case .string(let text): total += padded(text.utf8.count + 1)
+            case .blob(let bytes): total += 4 + padded(bytes.count)
+            case .bool, .nil_, .impulse: break
+            }
+        }
+        return total
+    }
+
     /// `ADDRESS TAGS ARG ARG ...`, as oscdump prints it.
     public var description: String {
         let values = arguments.map { argument -> String in

@@ -1,4 +1,5 @@
 import MIDI
+import Transport
 
 /// Where an OSC endpoint listens and whom it answers (`osc: { listen: 8000, reply: 9000 }`).
 public struct OSCEndpointSettings: Hashable, Sendable {
@@ -10,6 +11,8 @@ public struct OSCEndpointSettings: Hashable, Sendable {
     public var replyPort: UInt16?
     /// Further receivers of everything the endpoint sends (`send: ["HOST:PORT", ...]`), e.g. Pd or SuperCollider.
     public var targets: [OSCTarget]
+    /// The senders whose datagrams are taken (`accept:`); others are ignored and counted, never answered.
+    public var accept: AddressAcceptance
     /// Seconds a controller may stay silent before it counts as gone (`forget:`); its next message brings it
     /// a full-state resend.
     public var forgetAfter: Double
@@ -17,13 +20,16 @@ public struct OSCEndpointSettings: Hashable, Sendable {
     /// The default `forget:`: a phone that was locked or switched apps for this long is sent everything again.
     public static let defaultForgetAfter = 10.0
 
-    /// An endpoint listening on `listenHost:listenPort`.
+    /// An endpoint listening on `listenHost:listenPort`, taking datagrams from the senders `accept` admits (by
+    /// default this machine and the local networks).
     public init(listenHost: String = "0.0.0.0", listenPort: UInt16, replyPort: UInt16? = nil,
-                targets: [OSCTarget] = [], forgetAfter: Double = OSCEndpointSettings.defaultForgetAfter) {
+                targets: [OSCTarget] = [], accept: AddressAcceptance = .local,
+                forgetAfter: Double = OSCEndpointSettings.defaultForgetAfter) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.replyPort = replyPort
         self.targets = targets
+        self.accept = accept
         self.forgetAfter = forgetAfter
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MIDI
+import Transport
 import Yams
 
 /// Where one `osc:` endpoint listens, kept to find two endpoints that would listen on the same port.
@@ -88,7 +89,7 @@ extension RouteFileDocument {
     // MARK: - Endpoints
 
     /// The `osc:` value of endpoint `endpoint`: `{ listen: PORT, reply: PORT, host: ADDRESS, send: [...],
-    /// forget: SECONDS }`; nil (reported) on a mistake.
+    /// accept: SENDERS, forget: SECONDS }`; nil (reported) on a mistake.
     mutating func readOSCEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
         let example = "{ listen: 8000, reply: 9000 }"
         guard let mapping = node.mapping else {
@@ -99,6 +100,7 @@ extension RouteFileDocument {
         let errorsBefore = errors.count
         var settings = OSCEndpointSettings(listenPort: 0)
         var listenValue: Node?
+        var acceptValue: Node?
         var misspeltListen = false
         for (keyNode, value) in mapping {
             guard let name = scalarKey(keyNode) else { continue }
@@ -112,6 +114,9 @@ extension RouteFileDocument {
                 settings.listenHost = readListenHost(value, key: keyNode) ?? settings.listenHost
             case "send":
                 settings.targets = readOSCTargets(value, key: keyNode)
+            case "accept":
+                acceptValue = value
+                settings.accept = readOSCAcceptance(value, key: keyNode) ?? settings.accept
             case "forget":
                 settings.forgetAfter = readDuration(value, key: "forget", allowsZero: false) ?? settings.forgetAfter
             default:
@@ -127,10 +132,90 @@ extension RouteFileDocument {
             }
             return nil
         }
+        if let acceptValue, settings.accept == .within([]), settings.targets.isEmpty {
+            fail(acceptValue, "with 'accept: none' and no 'send' targets the endpoint neither hears nor tells anyone; "
+                 + "'none' is for feedback to 'send' targets only, so add them or accept senders such as 'local'")
+        }
         guard errors.count == errorsBefore else { return nil }
         oscListeners.append(OSCListener(host: settings.listenHost, port: settings.listenPort, endpoint: endpoint,
                                         location: location(listenValue)))
         return .osc(settings)
+    }
+
+    /// `accept:`: `anyone`, `none`, `local`, or an address or network, or a list of those and `local`;
+    /// nil (reported) on a mistake.
+    private mutating func readOSCAcceptance(_ node: Node, key: Node) -> AddressAcceptance? {
+        if let sequence = node.sequence {
+            guard !sequence.isEmpty else {
+                fail(node, "'accept' lists no senders; write 'none' to take from no sender")
+                return nil
+            }
+            var prefixes: [NetworkPrefix] = []
+            var valid = true
+            for item in sequence {
+                if let word = item.scalar?.string, word == "anyone" || word == "none" {
+                    fail(item, "'\(word)' is a whole 'accept' value, not a list entry; write 'accept: \(word)' alone")
+                    valid = false
+                } else if let entry = readAcceptEntry(item) {
+                    prefixes += entry
+                } else {
+                    valid = false
+                }
+            }
+            return valid ? .within(prefixes) : nil
+        }
+        if Self.isEmpty(node) {
+            fail(key, "'accept' needs a value: \(Self.acceptForms)")
+            return nil
+        }
+        switch node.scalar?.string {
+        case "anyone": return .anyone
+        case "none": return .within([])
+        default: return readAcceptEntry(node).map(AddressAcceptance.within)
+        }
+    }
+
+    /// What `accept:` takes, for messages.
+    private static let acceptForms = "anyone, none, local (this machine and the local networks), an address or "
+        + "a network such as 192.168.1.0/24 or fd00::/8, or a list of addresses, networks and local"
+
+    /// One `accept:` address, network or `local`, as the prefixes it stands for; nil (reported) on a mistake.
+    private mutating func readAcceptEntry(_ node: Node) -> [NetworkPrefix]? {
+        guard let text = node.scalar?.string, !Self.isEmpty(node), !text.isEmpty else {
+            fail(node, "an 'accept' entry is an address, a network such as 192.168.1.0/24, or local; not "
+                 + (Self.isEmpty(node) ? "empty" : Self.describe(node)))
+            return nil
+        }
+        if text == "local" { return NetworkPrefix.localNetworks }
+        let form = "an 'accept' entry is an address or a network such as 192.168.1.0/24 or fd00::/8"
+        do {
+            return [try NetworkPrefix(parsing: text)]
+        } catch {
+            switch error {
+            case .malformedAddress(let address):
+                if let hint = RouteFileVocabulary.closest(to: text, in: RouteFileVocabulary.oscAcceptWords) {
+                    fail(node, "unknown 'accept' value '\(text)'; did you mean '\(hint)'? 'accept' is \(Self.acceptForms)")
+                } else if let percent = address.firstIndex(of: "%") {
+                    fail(node, "'\(text)' has a zone ('\(address[percent...])'), which 'accept' cannot match; write "
+                         + "the address without it")
+                } else if Self.isHostName(address) && !address.allSatisfy({ $0.isNumber || $0 == "." }) {
+                    fail(node, "'\(address)' is a host name, which 'accept' cannot match: senders are known by their "
+                         + "address; write its numeric address or its network, such as 192.168.1.0/24")
+                } else {
+                    fail(node, "'\(address)' is not a numeric IPv4 or IPv6 address; \(form)")
+                }
+            case .malformedLength(let length):
+                fail(node, "'\(text)' has \(length.isEmpty ? "nothing" : "'\(length)'") after '/', not a prefix length; \(form)")
+            case .lengthOutOfRange(let length, let maximum):
+                fail(node, "'\(text)': /\(length) is out of range; an \(maximum == 32 ? "IPv4" : "IPv6") prefix length "
+                     + "is 0-\(maximum)")
+            case .hostBitsSet(let network):
+                let parts = text.split(separator: "/")
+                fail(node, "'\(text)' has address bits set beyond its /\(parts[1]) prefix; write the network "
+                     + "\(network), or \(parts[0]) for that one address")
+            }
+            return nil
+        }
     }
 
     /// A UDP port 1-65535 written for `key`.

@@ -71,14 +71,20 @@ private let pythonPrelude = #"""
             builder.add_arg(arg)
         return builder.build().dgram
 
-    def controller(port=0):
-        """A UDP socket on loopback: sends from, and receives feedback at, its own port."""
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", port))
+    def controller(port=0, host="127.0.0.1"):
+        """A UDP socket on loopback (any of 127/8, or ::1): sends from, and receives feedback at, its own port."""
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((host, port))
         return s
 
     def send(s, address, *args, port=None):
-        s.sendto(osc(address, *args), ("127.0.0.1", port or PORT))
+        """Sends to jambridge on 127.0.0.1, or on ::1 from an IPv6 socket."""
+        s.sendto(osc(address, *args), ("::1" if s.family == socket.AF_INET6 else "127.0.0.1", port or PORT))
+
+    def hello(s, port=None):
+        """Makes `s` a controller with 4 KB of feedback to come: jambridge sends a controller at most four times
+        the bytes it sent (an observer that said a bare /hello would get about 50 bytes)."""
+        send(s, "/hello", "x" * 1000, port=port)
 
     def show(data):
         """A received message as one line: address, then arguments (floats with 6 decimals)."""
@@ -160,10 +166,10 @@ private struct Dumped: Equatable, CustomStringConvertible {
 
 /// The counts an OSC endpoint logs when jambridge stops.
 private struct OSCCounts: Equatable {
-    var messages, rejected, unmatched, undecodable, sendFailures: Int
+    var messages, rejected, unmatched, undecodable, sendFailures, notAccepted, heldBack: Int
 
     init?(log: String, endpoint: String) {
-        let pattern = /: (\d+) OSC messages in, (\d+) rejected, (\d+) unmatched, (\d+) undecodable datagrams, (\d+) send failures/
+        let pattern = /: (\d+) OSC messages in, (\d+) rejected, (\d+) unmatched, (\d+) undecodable datagrams, (\d+) send failures, (\d+) datagrams from senders not accepted, (\d+) feedback messages held back/
         guard let line = log.split(separator: "\n").first(where: { $0.contains("\(endpoint): ") && $0.contains("OSC messages in") }),
               let match = line.firstMatch(of: pattern) else { return nil }
         messages = Int(match.1)!
@@ -171,6 +177,8 @@ private struct OSCCounts: Equatable {
         unmatched = Int(match.3)!
         undecodable = Int(match.4)!
         sendFailures = Int(match.5)!
+        notAccepted = Int(match.6)!
+        heldBack = Int(match.7)!
     }
 }
 
@@ -213,7 +221,7 @@ private struct OSCCounts: Equatable {
         // python-osc, one controller; an observer gets the feedback of the last message.
         let out = try python(#"""
             observer, phone = controller(), controller()
-            send(observer, "/hello")
+            hello(observer)
             send(phone, "/1/fader2", 0.25)   # CC 22 = 32
             send(phone, "/1/fader2", 0.25)   # unchanged: nothing
             send(phone, "/1/fader9", 1.0)    # outside <n:1-8>: unmatched
@@ -246,7 +254,7 @@ private struct OSCCounts: Equatable {
         let daemon = try startJamBridge(Self.phoneRoutes(listen: port), in: dir, listening: [port], options: ["--monitor"])
         let out = try python(#"""
             observer, phone = controller(), controller()
-            send(observer, "/hello")
+            hello(observer)
             send(phone, "/1/fader1", 0.5)
             receive_until(observer, "/1/fader1 0.503937")
             print("observer %d" % observer.getsockname()[1])
@@ -285,7 +293,7 @@ private struct OSCCounts: Equatable {
         let daemon = try startJamBridge(routes("n + 35"), in: dir, listening: [port])
         let press = try python(#"""
             observer, phone = controller(), controller()
-            send(observer, "/hello")
+            hello(observer)
             send(phone, "/1/push1", 1.0)
             receive_until(observer, "/1/push1 1.000000")
             print("pressed")
@@ -296,7 +304,7 @@ private struct OSCCounts: Equatable {
         Thread.sleep(forTimeInterval: 2) // the reload is logged; generous for a loaded machine
         let release = try python(#"""
             observer, phone = controller(), controller()
-            send(observer, "/hello")
+            hello(observer)
             send(phone, "/1/push1", 0.0)
             send(phone, "/mark", 1)
             receive_until(observer, "/mark 1.000000")
@@ -379,8 +387,8 @@ private struct OSCCounts: Equatable {
             TABLET, REPLY = int(sys.argv[2]), int(sys.argv[3])
             a, b = controller(), controller()
             got = {"A": [], "B": []}
-            send(b, "/hello")
-            send(a, "/hello")
+            hello(b)
+            hello(a)
             # Each controller's own change is not sent back to it: the next message it receives is the
             # other's change.
             send(a, "/1/fader1", 0.5)
@@ -391,10 +399,10 @@ private struct OSCCounts: Equatable {
             got["B"] += receive(b, 1)
             # Controllers that appear later get the last value of every control.
             c = controller()
-            send(c, "/hello")
+            hello(c)
             got["C"] = receive(c, 3)
             tablet_out, tablet_in = controller(), controller(REPLY)
-            send(tablet_out, "/hello", port=TABLET)
+            hello(tablet_out, port=TABLET)
             got["tablet"] = receive(tablet_in, 3)
             # From then on they follow too.
             send(b, "/1/fader4", 0.0)
@@ -435,7 +443,7 @@ private struct OSCCounts: Equatable {
         let out = try python(#"""
             rng = random.Random(int(sys.argv[2]))
             observer, phone = controller(), controller()
-            send(observer, "/hello")
+            hello(observer)
 
             def shake(peak, frequency, seconds, rate=60.0):
                 """TouchOSC's /accxyz in g: gravity on z, sensor noise of 0.01 g, shaking along a slant."""
@@ -483,7 +491,7 @@ private struct OSCCounts: Equatable {
         let daemon = try startJamBridge(Self.phoneRoutes(listen: port), in: dir, listening: [port])
         let out = try python(#"""
             observer, hostile = controller(), controller()
-            send(observer, "/hello")
+            hello(observer)
             expected = {"undecodable": 0, "rejected": 0, "unmatched": 1, "random": 0}
 
             def raw(data, outcome):
@@ -557,5 +565,116 @@ private struct OSCCounts: Equatable {
                        "has type 's', which is not a number here", "is NaN or infinite", "argument 1 is 200, outside 0...127"] {
             #expect(log.contains(reason), "no '\(reason)' in \(log)")
         }
+    }
+
+    /// `accept` lists 127.0.0.2 (IPv4) or ::1 (IPv6, on an endpoint listening on every address) but not 127.0.0.1:
+    /// the stranger at 127.0.0.1 plays nothing, is sent nothing, and is counted.
+    @Test(arguments: [("127.0.0.1", "[127.0.0.2]", "127.0.0.2"), ("\"::\"", "[\"::1\"]", "::1")])
+    func aSenderOutsideTheAcceptListIsIgnoredCountedAndNeverAnswered(host: String, accept: String, listed: String) throws {
+        let dir = try temporaryDirectory()
+        let port = freshOSCPorts(1)[0]
+        let daemon = try startJamBridge("""
+            endpoints:
+              phone: { osc: { listen: \(port), host: \(host), accept: \(accept) } }
+              tape: { record: out.mid }
+            routes:
+              - from: phone
+                to: [tape, phone]
+                osc:
+                  /1/fader<n:1-8>: { cc: "n + 20" }
+                  midi: true
+            """, in: dir, listening: [port])
+        let out = try python(#"""
+            LISTED = sys.argv[2]
+            stranger, observer, player = controller(), controller(host=LISTED), controller(host=LISTED)
+            hello(stranger)                      # a controller if it were listed: it would get what follows
+            send(stranger, "/1/fader1", 0.5)
+            send(stranger, "/note", 1, 60, 100)
+            hello(observer)
+            send(player, "/1/fader2", 0.25)
+            # Datagrams are handled in order: by now the stranger's have been.
+            got = receive_until(observer, "/cc 1 22 32")
+            time.sleep(0.2)                      # what would have been sent to the stranger has arrived
+            print(json.dumps({"observer": got, "stranger": pending(stranger)}))
+            """#, ["\(port)", listed])
+        let log = stop(daemon)
+        let lastLine = out.split(separator: "\n").last.map(String.init) ?? ""
+        let got = try #require(try JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: [String]], "\(out)")
+        #expect(got == ["observer": ["/1/fader2 0.251969", "/cc 1 22 32"], "stranger": []], "\(log)")
+        #expect(try recorded(dir.appendingPathComponent("out.mid")) == [cc(0, 22, 32)])
+        let counts = try #require(OSCCounts(log: log, endpoint: "phone"), "\(log)")
+        #expect(counts.notAccepted == 3 && counts.messages == 2 && counts.unmatched == 1, "\(log)")
+        #expect(log.contains("phone: ignored OSC from 127.0.0.1:"), "\(log)")
+    }
+
+    /// The reflection case: eight faders and the note family fed by a looping song. A stranger that sends one
+    /// 20-byte datagram (a forged source address would draw the same) gets back at most four times that,
+    /// however long the song plays; a controller that keeps talking (an accelerometer stream, as a phone sends)
+    /// gets every change.
+    @Test func aOneDatagramStrangerGetsLittleBackAndATalkingControllerEveryChange() throws {
+        let dir = try temporaryDirectory()
+        let port = freshOSCPorts(1)[0]
+        // Step i, 40 ms apart: controller 21 + i % 8 set to i, and note 40 + i on, then off 20 ms later.
+        let steps = 32
+        let entries = (0..<steps).flatMap { i in
+            let start = UInt64(i) * 40 * ms
+            return [TimedSong.Entry(offset: start, message: cc(0, UInt8(21 + i % 8), UInt8(i))),
+                    TimedSong.Entry(offset: start, message: noteOn(0, UInt8(40 + i), 100)),
+                    TimedSong.Entry(offset: start + 20 * ms, message: noteOff(0, UInt8(40 + i)))]
+        }
+        try Data(StandardMIDIFile.recording(entries).encoded()).write(to: dir.appendingPathComponent("song.mid"))
+        let daemon = try startJamBridge("""
+            endpoints:
+              song: { file: song.mid, loop: true }
+              phone: { osc: { listen: \(port), host: 127.0.0.1 } }
+            routes:
+              - from: song
+                to: phone
+                osc:
+                  /1/fader<n:1-8>: { cc: "n + 20" }
+                  midi: true
+            """, in: dir, listening: [port])
+        let out = try python(#"""
+            talker, stranger = controller(), controller()
+            hello(talker)
+            heard, stranger_bytes, stranger_got = [], 0, []
+            stranger_sent_at, next_talk = None, time.monotonic()
+            while stranger_sent_at is None or time.monotonic() < stranger_sent_at + 3.0:
+                now = time.monotonic()
+                if now >= next_talk:
+                    send(talker, "/accxyz", 0.0, 0.0, 1.0)   # 28 bytes every 20 ms
+                    next_talk = max(next_talk + 0.02, now)
+                if stranger_sent_at is None and len(heard) >= 60:   # the song is playing: the stranger appears
+                    datagram = osc("/1/fader1", 0.5)
+                    stranger.sendto(datagram, ("127.0.0.1", PORT))
+                    stranger_sent_at, stranger_sent = now, len(datagram)
+                for s in select.select([talker, stranger], [], [], max(0.0, next_talk - time.monotonic()))[0]:
+                    data = s.recv(65536)
+                    if s is talker:
+                        heard.append(show(data))
+                    else:
+                        stranger_bytes += len(data)
+                        stranger_got.append(show(data))
+            print(json.dumps({"sent": stranger_sent, "bytes": stranger_bytes, "stranger": stranger_got, "talker": heard}))
+            """#, ["\(port)"])
+        let log = stop(daemon)
+        let lastLine = out.split(separator: "\n").last.map(String.init) ?? ""
+        let got = try #require(try JSONSerialization.jsonObject(with: Data(lastLine.utf8)) as? [String: Any], "\(out)")
+        let sent = try #require(got["sent"] as? Int), bytes = try #require(got["bytes"] as? Int)
+        let strangerGot = try #require(got["stranger"] as? [String]), talker = try #require(got["talker"] as? [String])
+        #expect(sent == 20)
+        #expect(bytes <= 4 * sent && !strangerGot.isEmpty, "the stranger got \(bytes) bytes: \(strangerGot)")
+        let counts = try #require(OSCCounts(log: log, endpoint: "phone"), "\(log)")
+        #expect(counts.heldBack > 0, "\(log)")
+
+        // The talker: after the full state it was owed when it appeared, every step in order, none left out.
+        let live = talker.drop { !$0.hasPrefix("/note") }
+        let ccSteps = live.filter { $0.hasPrefix("/cc ") }.compactMap { Int($0.split(separator: " ")[3]) }
+        let notes = live.filter { $0.hasPrefix("/note ") }.map { $0.split(separator: " ").dropFirst(2).joined(separator: " ") }
+        #expect(ccSteps.count > steps, "\(talker)")
+        #expect(zip(ccSteps, ccSteps.dropFirst()).allSatisfy { ($0 + 1) % steps == $1 }, "\(ccSteps)")
+        let firstNote = try #require(notes.first.flatMap { Int($0.split(separator: " ")[0]) }, "\(talker)")
+        let expectedNotes = (0..<notes.count).map { k in "\(40 + (firstNote - 40 + k / 2) % steps) \(k % 2 == 0 ? 100 : 0)" }
+        #expect(notes == expectedNotes, "\(talker)")
     }
 }

@@ -7,7 +7,7 @@ import Testing
 /// Everything `message` makes the feedback mapper send.
 func feedback(_ mapper: inout OSCFeedbackMapper, _ message: MIDIMessage) -> [OSCMessage] {
     var sent: [OSCMessage] = []
-    mapper.feedback(for: message) { sent.append($0) }
+    mapper.feedback(for: message) { osc, _ in sent.append(osc) }
     return sent
 }
 
@@ -155,7 +155,7 @@ func floats(_ message: OSCMessage?) -> [Float]? {
         var delivered: [String: [OSCMessage]] = [:]
         _ = input.map(OSCMessage("/1/fader2", [.float(0.7)]), at: 1) { midi in
             filter.record(midi, from: "A")
-            output.feedback(for: midi) { osc in
+            output.feedback(for: midi) { osc, _ in
                 for phone in ["A", "B"] where filter.admits(midi, to: phone) { delivered[phone, default: []].append(osc) }
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Routing
 import Testing
+import Transport
 
 /// The settings of the only endpoint of `endpoints:\n  phone: { osc: VALUE }`, VALUE written as `value`.
 private func oscSettings(_ value: String) throws -> OSCEndpointSettings? {
@@ -121,6 +122,73 @@ private func motion(_ line: String) throws -> MotionActivityMapping? {
         ])
         #expect(locatedMistakes("endpoints:\n  phone: { osc: { listen: 8000, host: } }\n") == [
             "r.yaml:2:33: 'host' is empty; write \(form)",
+        ])
+    }
+
+    @Test func acceptForms() throws {
+        func accept(_ value: String) throws -> AddressAcceptance? {
+            try oscSettings("{ listen: 8000, accept: \(value), send: \"127.0.0.1:9000\" }")?.accept
+        }
+        func prefixes(_ texts: String...) throws -> AddressAcceptance {
+            .within(try texts.map { try NetworkPrefix(parsing: $0) })
+        }
+        #expect(try oscSettings("{ listen: 8000 }")?.accept == .local)
+        #expect(try accept("anyone") == .anyone)
+        #expect(try accept("none") == .within([]))
+        #expect(try accept("local") == .local)
+        #expect(try accept("192.168.1.0/24") == prefixes("192.168.1.0/24"))
+        #expect(try accept("\"::1\"") == prefixes("::1"))
+        #expect(try accept("[10.0.0.0/8, \"fd00::/8\", 127.0.0.2, \"2001:db8::7\", 0.0.0.0/0, \"::/0\"]")
+            == prefixes("10.0.0.0/8", "fd00::/8", "127.0.0.2", "2001:db8::7", "0.0.0.0/0", "::/0"))
+        #expect(try accept("[local, 100.64.0.0/10]") == .within(NetworkPrefix.localNetworks + [try NetworkPrefix(parsing: "100.64.0.0/10")]))
+        #expect(try oscSettings("{ listen: 8000, accept: none, send: [\"127.0.0.1:9000\"] }")?.accept == .within([]))
+    }
+
+    @Test func acceptMistakesAreLocated() {
+        let yaml = """
+            endpoints:
+              phone:
+                osc:
+                  listen: 8000
+                  accept:
+                    - studio.local
+                    - 10.0.0.0/33
+                    - "fe80::/129"
+                    - 300.1.2.3
+                    - 192.168.1.5/24
+                    - 10.0.0.0/x
+                    - "fe80::1%eth0"
+                    - anyone
+                    - [10.0.0.1]
+                    -
+              pad: { osc: { listen: 8001, accept: [] } }
+              pd: { osc: { listen: 8002, accept: none } }
+              tablet: { osc: { listen: 8003, accept: lokal } }
+              ipad: { osc: { listen: 8004, accept: } }
+            """
+        #expect(locatedMistakes(yaml) == [
+            "r.yaml:6:11: 'studio.local' is a host name, which 'accept' cannot match: senders are known by their "
+                + "address; write its numeric address or its network, such as 192.168.1.0/24",
+            "r.yaml:7:11: '10.0.0.0/33': /33 is out of range; an IPv4 prefix length is 0-32",
+            "r.yaml:8:11: 'fe80::/129': /129 is out of range; an IPv6 prefix length is 0-128",
+            "r.yaml:9:11: '300.1.2.3' is not a numeric IPv4 or IPv6 address; an 'accept' entry is an address or a "
+                + "network such as 192.168.1.0/24 or fd00::/8",
+            "r.yaml:10:11: '192.168.1.5/24' has address bits set beyond its /24 prefix; write the network "
+                + "192.168.1.0/24, or 192.168.1.5 for that one address",
+            "r.yaml:11:11: '10.0.0.0/x' has 'x' after '/', not a prefix length; an 'accept' entry is an address or a "
+                + "network such as 192.168.1.0/24 or fd00::/8",
+            "r.yaml:12:11: 'fe80::1%eth0' has a zone ('%eth0'), which 'accept' cannot match; write the address without it",
+            "r.yaml:13:11: 'anyone' is a whole 'accept' value, not a list entry; write 'accept: anyone' alone",
+            "r.yaml:14:11: an 'accept' entry is an address, a network such as 192.168.1.0/24, or local; not a list",
+            "r.yaml:15:10: an 'accept' entry is an address, a network such as 192.168.1.0/24, or local; not empty",
+            "r.yaml:16:39: 'accept' lists no senders; write 'none' to take from no sender",
+            "r.yaml:17:38: with 'accept: none' and no 'send' targets the endpoint neither hears nor tells anyone; "
+                + "'none' is for feedback to 'send' targets only, so add them or accept senders such as 'local'",
+            "r.yaml:18:42: unknown 'accept' value 'lokal'; did you mean 'local'? 'accept' is anyone, none, local (this "
+                + "machine and the local networks), an address or a network such as 192.168.1.0/24 or fd00::/8, "
+                + "or a list of addresses, networks and local",
+            "r.yaml:19:32: 'accept' needs a value: anyone, none, local (this machine and the local networks), an "
+                + "address or a network such as 192.168.1.0/24 or fd00::/8, or a list of addresses, networks and local",
         ])
     }
 

@@ -158,7 +158,7 @@ func run(_ input: UnsafeRawBufferPointer) {
         precondition(isMappable(message), "sent \(message)")
         echo.record(message, from: 0)
         precondition(!echo.admits(message, to: 0), "\(message) echoed back to the controller that produced it")
-        feedback.feedback(for: message) { osc in
+        feedback.feedback(for: message) { osc, _ in
             trace("    feedback \(osc)")
             precondition(osc.arguments.count <= OSCFeedbackMapper.maxArguments, "feedback \(osc) has too many arguments")
         }
