@@ -121,7 +121,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// Closes the socket and logs the counts; the engine calls this through `OSCFeedbackSink`.
     func close() {
         socket.close()
-        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back")
+        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back, \(counts.controllersRefused) senders beyond the \(Self.maximumControllers) controllers")
     }
 
     private func received(_ datagram: OSCSocket.Datagram, from sender: NetworkAddress) {
@@ -167,7 +167,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         if controllers[address] == nil {
             guard controllers.count < Self.maximumControllers else {
                 counts.controllersRefused += 1
-                if counts.controllersRefused == 1 || counts.controllersRefused % 1000 == 0 {
+                if isLogged(counts.controllersRefused) {
                     logger.warning("\(name): \(Self.maximumControllers) controllers at once; \(address) gets no feedback (\(counts.controllersRefused) refused so far)")
                 }
                 return false
