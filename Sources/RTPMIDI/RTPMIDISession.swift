@@ -158,7 +158,8 @@ public final class RTPMIDISession {
         } else if let existing = peers.values.first(where: { $0.info.address == address }) {
             remove(existing, reason: .restarted, now: now)
         }
-        halfOpen = halfOpen.filter { $0.key != h.ssrc && $0.value.info.address != address }
+        halfOpen[h.ssrc] = nil
+        for (key, waiting) in halfOpen where waiting.info.address == address { halfOpen[key] = nil }
         if let limit = overLimit() {
             counters.invitationsOverLimit += 1
             refuse(h, name: name, from: address, because: limit)
@@ -178,10 +179,12 @@ public final class RTPMIDISession {
         if halfOpen.count >= configuration.halfOpenLimit {
             return "\(halfOpen.count) invitations are already waiting for their data port"
         }
-        if peers.count + halfOpen.count >= configuration.maxPeers {
-            return "the session is full (max-peers: \(configuration.maxPeers))"
-        }
-        return nil
+        return fullSession
+    }
+
+    /// Why the session takes no more peers (`maxPeers` are connected or on their way), or nil.
+    private var fullSession: String? {
+        peers.count + halfOpen.count >= configuration.maxPeers ? "the session is full (max-peers: \(configuration.maxPeers))" : nil
     }
 
     /// Answers a control-port invitation NO, counts it and reports why.
@@ -254,11 +257,10 @@ public final class RTPMIDISession {
                         from: .data, to: invitation.address.with(port: invitation.address.port &+ 1))
         case (.data, .data):
             if let existing = peers[invitation.peerSSRC] { remove(existing, reason: .reinvited, now: now) }
-            if peers.count + halfOpen.count >= configuration.maxPeers {
+            if let full = fullSession {
                 sendSession(.bye(.init(token: invitation.token, ssrc: ssrc, name: nil)), from: .control, to: invitation.address)
                 targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
-                delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
-                                 reason: "the session is full (max-peers: \(configuration.maxPeers))")
+                delegate.session(invitationFailed: targets[index].label, at: targets[index].address, reason: full)
                 return
             }
             let info = PeerInfo(ssrc: invitation.peerSSRC, name: invitation.peerName, address: invitation.address,
@@ -516,10 +518,9 @@ public final class RTPMIDISession {
 
     /// Does what is due at `now`: invitations, clock syncs, receiver feedback, timeouts.
     public func tick(now: MonotonicInstant) {
-        let expired = halfOpen.filter { now >= $0.value.expires }.count
-        if expired > 0 {
-            counters.halfOpenExpired += expired
-            halfOpen = halfOpen.filter { now < $0.value.expires }
+        for (key, waiting) in halfOpen where now >= waiting.expires {
+            halfOpen[key] = nil
+            counters.halfOpenExpired += 1
         }
         for peer in Array(peers.values) {
             if now >= peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout) {
