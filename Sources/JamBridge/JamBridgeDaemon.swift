@@ -217,23 +217,24 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             let id = EndpointID(UInt16(truncatingIfNeeded: names.count))
             ids[declaration.name] = id
             names.append(declaration.name)
-            running[id] = make(declaration)
+            running[id] = make(declaration, songs: configuration.songs)
             added.append(id)
         }
         return added
     }
 
-    private func make(_ declaration: EndpointDeclaration) -> Running {
+    /// The running endpoint for `declaration`; a `file:` endpoint plays its song as the route files' loader
+    /// read it (`songs`, by path), so a song is read once.
+    private func make(_ declaration: EndpointDeclaration, songs: [String: TimedSong]) -> Running {
         switch declaration.kind {
         case .midiFile(let path, let loop):
-            do {
-                let song = try MIDIFilePlayer.loadSong(path: path)
-                return Running(kind: declaration.kind,
-                               source: MIDIFilePlayer(name: declaration.name, song: song, loop: loop, logger: logger))
-            } catch {
-                failedToOpen("\(declaration.location): \(declaration.name): cannot play \(error)", "this endpoint stays silent")
+            guard let song = songs[path] else {
+                failedToOpen("\(declaration.location): \(declaration.name): the song \(path) was not read with the route files",
+                             "this endpoint stays silent")
                 return Running(kind: declaration.kind)
             }
+            return Running(kind: declaration.kind,
+                           source: MIDIFilePlayer(name: declaration.name, song: song, loop: loop, logger: logger))
         case .recorder(let path):
             do {
                 return Running(kind: declaration.kind,

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Logging
 import MIDI
-import Routing
 
 /// A Standard MIDI File played in time as a source (`file:`), optionally looped: a backing track.
 ///
@@ -27,24 +26,6 @@ public final class MIDIFilePlayer: SourceEndpoint, @unchecked Sendable {
         self.song = song
         self.loop = loop
         self.logger = logger
-    }
-
-    /// Reads and times the Standard MIDI File at `path` (a regular file of at most `RegularFile.songLimit` bytes).
-    public static func loadSong(path: String) throws(PlayerError) -> TimedSong {
-        do {
-            return TimedSong(try RegularFile.song(atPath: path))
-        } catch {
-            throw PlayerError(path: path, reason: error.description)
-        }
-    }
-
-    /// Why a song could not be loaded.
-    public struct PlayerError: Error, CustomStringConvertible {
-        /// The file.
-        public var path: String
-        /// What went wrong.
-        public var reason: String
-        public var description: String { "\(path): \(reason)" }
     }
 
     public func start(id: EndpointID, sink: EventSink) {

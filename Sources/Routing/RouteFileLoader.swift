@@ -64,6 +64,8 @@ struct RouteFileDocument {
     private(set) var routes: [PendingRoute] = []
     /// The names of this file's endpoints whose declaration holds a mistake (reported), so left out.
     private(set) var rejectedEndpointNames: [String] = []
+    /// The songs `file:` endpoints play, read and timed when checked, by path.
+    private(set) var songs: [String: TimedSong] = [:]
     /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
     var session: SessionDeclaration?
     /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
@@ -328,10 +330,11 @@ struct RouteFileDocument {
         return directory.appendingPathComponent(text).standardizedFileURL.path
     }
 
-    /// Reports at `node` why the song at `path` cannot be played, if it cannot.
+    /// Reads and times the song at `path` for `songs`, or reports at `node` why it cannot be played.
     private mutating func checkSong(at path: String, _ node: Node) {
+        guard songs[path] == nil else { return }
         do {
-            _ = try RegularFile.song(atPath: path)
+            songs[path] = TimedSong(try RegularFile.song(atPath: path))
         } catch {
             fail(node, "cannot play the song '\(path)': \(error)")
         }

@@ -95,14 +95,17 @@ public struct RouteConfiguration: Sendable {
     public var session: SessionDeclaration?
     /// jambridge's ALSA sequencer client, or nil if no route file declares it (`alsa:`) or has an `alsa:` endpoint.
     public var alsa: ALSADeclaration?
+    /// The songs the `file:` endpoints play, by path, as `load` read them (none after `parse`, which reads no file).
+    public var songs: [String: TimedSong]
 
-    /// A configuration holding `endpoints`, `routes`, `session` and `alsa` as given.
+    /// A configuration holding `endpoints`, `routes`, `session`, `alsa` and `songs` as given.
     public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil,
-                alsa: ALSADeclaration? = nil) {
+                alsa: ALSADeclaration? = nil, songs: [String: TimedSong] = [:]) {
         self.endpoints = endpoints
         self.routes = routes
         self.session = session
         self.alsa = alsa
+        self.songs = songs
     }
 
     /// Reads and merges the route files at `files`; endpoint names must be unique across them. The songs
@@ -271,6 +274,7 @@ public struct RouteConfiguration: Sendable {
             fileErrors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) }
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
-        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa)
+        let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.songs) { first, _ in first } }
+        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa, songs: songs)
     }
 }
