@@ -667,8 +667,9 @@ private struct OSCCounts: Equatable {
         let counts = try #require(OSCCounts(log: log, endpoint: "phone"), "\(log)")
         #expect(counts.heldBack > 0, "\(log)")
 
-        // The talker: after the full state it was owed when it appeared, every step in order, none left out.
-        let live = talker.drop { !$0.hasPrefix("/note") }
+        // The talker: after the full state it was owed when it appeared, every step in order, none left out. It
+        // may appear between a note's on and off (then it hears that off first): count from its first note-on.
+        let live = talker.drop { !($0.hasPrefix("/note ") && $0.hasSuffix(" 100")) }
         let ccSteps = live.filter { $0.hasPrefix("/cc ") }.compactMap { Int($0.split(separator: " ")[3]) }
         let notes = live.filter { $0.hasPrefix("/note ") }.map { $0.split(separator: " ").dropFirst(2).joined(separator: " ") }
         #expect(ccSteps.count > steps, "\(talker)")
