@@ -138,10 +138,11 @@ public final class ALSASequencer: @unchecked Sendable {
         guard result >= 0 else { throw ALSAError(operation: "connect our port \(port) to \(destination)", code: result) }
     }
 
-    /// Sends `message` from our port `port` to its subscribers: at once, or through the
-    /// sequencer's queue if `time` lies ahead. A SysEx is refused: it goes by `send(sysExChunk:from:)`.
-    public func send(_ message: MIDIMessage, from port: Int32, at time: MonotonicInstant) throws(ALSAError) {
-        jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
+    /// Sends `message` from our port `port` to its subscribers, or to `destination` alone: at once, or
+    /// through the sequencer's queue if `time` lies ahead. A SysEx is refused: it goes by `send(sysExChunk:from:)`.
+    public func send(_ message: MIDIMessage, from port: Int32, to destination: SequencerAddress? = nil,
+                     at time: MonotonicInstant) throws(ALSAError) {
+        reset(port: port, to: destination)
         guard SequencerEvent.encode(message, into: &event) else {
             throw ALSAError(operation: "send a SysEx whole (it goes in chunks, see PacedOutput)", code: -EINVAL)
         }
@@ -150,8 +151,8 @@ public final class ALSASequencer: @unchecked Sendable {
 
     /// Sends `chunk`, a piece of a SysEx's bytes (F0 and F7 included where they fall), from our
     /// port `port` now; `PacedOutput` cuts a SysEx into them at the pace its destination takes.
-    public func send(sysExChunk chunk: [UInt8], from port: Int32) throws(ALSAError) {
-        jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
+    public func send(sysExChunk chunk: [UInt8], from port: Int32, to destination: SequencerAddress? = nil) throws(ALSAError) {
+        reset(port: port, to: destination)
         event.type = SequencerEvent.Kind.sysEx
         var chunk = chunk
         let failure = chunk.withUnsafeMutableBytes { bytes -> ALSAError? in
@@ -160,6 +161,32 @@ public final class ALSASequencer: @unchecked Sendable {
             return nil
         }
         if let failure { throw failure }
+    }
+
+    /// Clears `event` for sending from `port` to its subscribers, or to `destination` alone.
+    private func reset(port: Int32, to destination: SequencerAddress?) {
+        jambridge_alsa_event_reset(&event, UInt8(truncatingIfNeeded: port))
+        if let destination {
+            event.dest.client = UInt8(truncatingIfNeeded: destination.client)
+            event.dest.port = UInt8(truncatingIfNeeded: destination.port)
+        }
+    }
+
+    /// The ports subscribed to what our port `port` sends (ours and anyone's connections, aconnect's too).
+    public func subscribers(of port: Int32) -> [SequencerAddress] {
+        var query: OpaquePointer?
+        guard snd_seq_query_subscribe_malloc(&query) >= 0, let query else { return [] }
+        defer { snd_seq_query_subscribe_free(query) }
+        var root = snd_seq_addr_t(client: UInt8(truncatingIfNeeded: clientID), port: UInt8(truncatingIfNeeded: port))
+        snd_seq_query_subscribe_set_root(query, &root)
+        snd_seq_query_subscribe_set_type(query, SND_SEQ_QUERY_SUBS_READ)
+        var found: [SequencerAddress] = []
+        snd_seq_query_subscribe_set_index(query, 0)
+        while snd_seq_query_port_subscribers(handle, query) >= 0 {
+            if let address = snd_seq_query_subscribe_get_addr(query) { found.append(self.address(address.pointee)) }
+            snd_seq_query_subscribe_set_index(query, snd_seq_query_subscribe_get_index(query) + 1)
+        }
+        return found
     }
 
     /// Writes `event`, scheduled if `time` is more than a millisecond ahead; while the

@@ -9,14 +9,15 @@ import MIDI
 /// once, a patch dump takes as long as the wire needs. Messages sent while a SysEx is queued
 /// wait behind it (a status byte would cut the SysEx short on the wire); real-time messages
 /// (clock, start, stop) never wait: MIDI allows them inside a SysEx.
+/// Each piece carries the recipients its message was admitted for (see `Recipients`).
 /// A value type with no clock of its own: the caller passes the time.
 public struct PacedOutput: Sendable {
     /// What may leave now.
     public enum Piece: Equatable, Sendable {
         /// A message that waited behind a SysEx, with the time it was stamped for.
-        case message(MIDIMessage, MonotonicInstant)
+        case message(MIDIMessage, MonotonicInstant, Recipients)
         /// The next chunk of a SysEx, framing bytes (F0, F7) included.
-        case sysExChunk([UInt8])
+        case sysExChunk([UInt8], Recipients)
     }
 
     /// The rate a MIDI 1.0 wire carries: 31250 baud, 10 bits a byte.
@@ -25,8 +26,8 @@ public struct PacedOutput: Sendable {
     public static let burstBytes = 4096
 
     private enum Pending: Sendable {
-        case message(MIDIMessage, MonotonicInstant)
-        case sysEx([UInt8], sent: Int)
+        case message(MIDIMessage, MonotonicInstant, Recipients)
+        case sysEx([UInt8], sent: Int, Recipients)
     }
 
     private var pending: [Pending] = []
@@ -50,13 +51,13 @@ public struct PacedOutput: Sendable {
 
     /// Takes `message`: true if the caller sends it now, false if it waits (a SysEx always
     /// waits for `next`; so does anything that is not real time while a SysEx is queued).
-    public mutating func admit(_ message: MIDIMessage, at time: MonotonicInstant) -> Bool {
+    public mutating func admit(_ message: MIDIMessage, at time: MonotonicInstant, for recipients: Recipients = .everyone) -> Bool {
         if case .sysEx(let data) = message {
-            pending.append(.sysEx([0xF0] + data + [0xF7], sent: 0))
+            pending.append(.sysEx([0xF0] + data + [0xF7], sent: 0, recipients))
             return false
         }
         if Self.isRealTime(message) || isIdle { return true }
-        pending.append(.message(message, time))
+        pending.append(.message(message, time, recipients))
         return false
     }
 
@@ -64,10 +65,10 @@ public struct PacedOutput: Sendable {
     public mutating func next(now: MonotonicInstant) -> Piece? {
         guard !isIdle else { return nil }
         switch pending[head] {
-        case .message(let message, let time):
+        case .message(let message, let time, let recipients):
             pop()
-            return .message(message, time)
-        case .sysEx(let bytes, let sent):
+            return .message(message, time, recipients)
+        case .sysEx(let bytes, let sent, let recipients):
             refill(now: now)
             let count = min(SequencerEvent.sysExChunk, bytes.count - sent)
             guard tokens >= count else { return nil }
@@ -75,16 +76,16 @@ public struct PacedOutput: Sendable {
             if sent + count == bytes.count {
                 pop()
             } else {
-                pending[head] = .sysEx(bytes, sent: sent + count)
+                pending[head] = .sysEx(bytes, sent: sent + count, recipients)
             }
-            return .sysExChunk(Array(bytes[sent..<(sent + count)]))
+            return .sysExChunk(Array(bytes[sent..<(sent + count)]), recipients)
         }
     }
 
     /// Nanoseconds from `now` until `next` has something, or nil if nothing waits.
     public func wait(now: MonotonicInstant) -> UInt64? {
         guard !isIdle else { return nil }
-        guard case .sysEx(let bytes, let sent) = pending[head] else { return 0 }
+        guard case .sysEx(let bytes, let sent, _) = pending[head] else { return 0 }
         let missing = min(SequencerEvent.sysExChunk, bytes.count - sent) - currentTokens(now: now)
         guard missing > 0 else { return 0 }
         return (UInt64(missing) * 1_000_000_000 + UInt64(bytesPerSecond) - 1) / UInt64(bytesPerSecond)
@@ -98,10 +99,10 @@ public struct PacedOutput: Sendable {
         var dropped = 0
         for item in pending[head...] {
             switch item {
-            case .message(let message, let time):
-                pieces.append(.message(message, time))
-            case .sysEx(let bytes, let sent):
-                if sent > 0 { pieces.append(.sysExChunk([0xF7])) }
+            case .message(let message, let time, let recipients):
+                pieces.append(.message(message, time, recipients))
+            case .sysEx(let bytes, let sent, let recipients):
+                if sent > 0 { pieces.append(.sysExChunk([0xF7], recipients)) }
                 dropped += bytes.count - sent
             }
         }

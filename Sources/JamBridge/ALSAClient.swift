@@ -90,15 +90,34 @@ final class ALSAClient: @unchecked Sendable {
 
     /// Sends `piece` of a port's paced output; a failure is counted and logged (rate-limited).
     func send(_ piece: PacedOutput.Piece, from port: Int32) {
+        let recipients = switch piece {
+        case .message(_, _, let recipients), .sysExChunk(_, let recipients): recipients
+        }
+        guard let destinations = destinations(of: port, for: recipients) else { return send(piece, from: port, to: nil) }
+        for destination in destinations { send(piece, from: port, to: destination) }
+    }
+
+    private func send(_ piece: PacedOutput.Piece, from port: Int32, to destination: SequencerAddress?) {
         do {
             switch piece {
-            case .message(let message, let time): try sequencer.send(message, from: port, at: time)
-            case .sysExChunk(let chunk): try sequencer.send(sysExChunk: chunk, from: port)
+            case .message(let message, let time, _): try sequencer.send(message, from: port, to: destination, at: time)
+            case .sysExChunk(let chunk, _): try sequencer.send(sysExChunk: chunk, from: port, to: destination)
             }
         } catch {
             failures += 1
             if isLogged(failures) { logger.warning("\(error) (\(failures) failures so far)") }
         }
+    }
+
+    /// Where our port `port` sends for `recipients`: nil for every subscriber at once (the usual case: the
+    /// player to leave out does not listen to this port); otherwise the subscribers one by one, all but the
+    /// player left out or the one player meant (none, if it does not listen to this port).
+    private func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]? {
+        guard let player = recipients.origin.sequencerPort else { return recipients.isOnly ? [] : nil }
+        let target = SequencerAddress(client: Int32(player.client), port: Int32(player.port))
+        let subscribers = sequencer.subscribers(of: port)
+        guard subscribers.contains(target) else { return recipients.isOnly ? [] : nil }
+        return recipients.isOnly ? [target] : subscribers.filter { $0 != target }
     }
 
     /// Logs the SysEx bytes a port going away had not sent yet.
@@ -134,7 +153,7 @@ final class ALSAClient: @unchecked Sendable {
     private func pass(_ message: MIDIMessage, from source: SequencerAddress, port: Int32) {
         guard let endpoint = endpoints[port], let sink else { return }
         held[source, default: [:]][port, default: HeldNotes()].track(message)
-        sink.routeOnQueue(MIDIEvent(message, from: endpoint.id, at: MonotonicClock.now()))
+        sink.routeOnQueue(MIDIEvent(message, from: endpoint.id, origin: source.origin, at: MonotonicClock.now()))
     }
 
     private func gone(_ address: SequencerAddress) {
@@ -145,7 +164,7 @@ final class ALSAClient: @unchecked Sendable {
             guard let endpoint = endpoints[port], let sink else { continue }
             notes.releaseAll { message in
                 released += 1
-                sink.routeOnQueue(MIDIEvent(message, from: endpoint.id, at: MonotonicClock.now()))
+                sink.routeOnQueue(MIDIEvent(message, from: endpoint.id, origin: address.origin, at: MonotonicClock.now()))
             }
         }
         guard name != nil || released > 0 else { return }
@@ -170,6 +189,13 @@ final class ALSAClient: @unchecked Sendable {
                 }
             }
         }
+    }
+}
+
+extension SequencerAddress {
+    /// This port as the player of the events it sends.
+    var origin: EventOrigin {
+        .sequencerPort(client: UInt8(truncatingIfNeeded: client), port: UInt8(truncatingIfNeeded: port))
     }
 }
 
@@ -198,9 +224,9 @@ final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
         self.pattern = pattern
     }
 
-    func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
-        if output.admit(message, at: time) {
-            client.send(.message(message, time), from: port)
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
+        if output.admit(message, at: time, for: recipients) {
+            client.send(.message(message, time, recipients), from: port)
         } else {
             drain()
         }

@@ -28,11 +28,13 @@ public protocol SourceEndpoint: AnyObject, Sendable {
     func stop()
 }
 
-/// An endpoint that consumes messages (a recorder; later ALSA ports, network peers, OSC).
+/// An endpoint that consumes messages (a recorder, ALSA ports, network peers, OSC controllers).
 /// Called only on the engine's queue.
 public protocol SinkEndpoint: AnyObject, Sendable {
-    /// Takes `message`, delivered at `time`.
-    func receive(_ message: MIDIMessage, at time: MonotonicInstant)
+    /// Takes `message`, delivered at `time`, for `recipients`: a sink that several players share (the session's
+    /// peers, the ports an `alsa:` endpoint connects) leaves out or picks the player named; a sink that is one
+    /// player takes what `recipients.include(.none)`.
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients)
     /// Finishes: the engine has released every held note to it and will deliver nothing more.
     func stop()
 }

@@ -29,7 +29,9 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     public func routeOnQueue(_ event: MIDIEvent) {
         dispatchPrecondition(condition: .onQueue(queue))
-        router.dispatch(event) { sink, message in deliver(message, from: event.source, to: sink, at: event.time) }
+        router.dispatch(event) { sink, message, recipients in
+            deliver(message, from: event.source, to: sink, for: recipients, at: event.time)
+        }
     }
 
     public func routeBatch(_ body: () -> Void) {
@@ -49,7 +51,9 @@ public final class Engine: EventSink, @unchecked Sendable {
     public func releaseHeld(by source: EndpointID) {
         queue.async { [self] in
             let now = MonotonicClock.now()
-            router.release(source: source) { sink, message in deliver(message, from: source, to: sink, at: now) }
+            router.release(source: source) { sink, message, recipients in
+                deliver(message, from: source, to: sink, for: recipients, at: now)
+            }
         }
     }
 
@@ -60,8 +64,8 @@ public final class Engine: EventSink, @unchecked Sendable {
         queue.sync {
             let now = MonotonicClock.now()
             // Releases for sinks leaving the graph go to the sinks as they were.
-            router.replace(graph: graph) { sink, message in
-                deliver(message, from: EndpointID(sink.index), to: sink, at: now)
+            router.replace(graph: graph) { sink, message, recipients in
+                deliver(message, from: sink, to: sink, for: recipients, at: now)
             }
             for sink in stopping { sink.stop() }
             sinks = newSinks
@@ -73,20 +77,21 @@ public final class Engine: EventSink, @unchecked Sendable {
     public func stop() -> RouterCounters {
         queue.sync {
             let now = MonotonicClock.now()
-            router.releaseAll { sink, message in deliver(message, from: sink, to: sink, at: now) }
+            router.releaseAll { sink, message, recipients in deliver(message, from: sink, to: sink, for: recipients, at: now) }
             for sink in sinks { sink?.stop() }
             return router.counters
         }
     }
 
-    private func deliver(_ message: MIDIMessage, from source: EndpointID, to sink: EndpointID, at time: MonotonicInstant) {
+    private func deliver(_ message: MIDIMessage, from source: EndpointID, to sink: EndpointID, for recipients: Recipients,
+                         at time: MonotonicInstant) {
         let index = Int(sink.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
         if let monitor {
             let sourceName = source == sink ? "release" : name(source)
-            monitor.show(message, from: sourceName, to: name(sink), at: time)
+            monitor.show(message, from: sourceName, to: name(sink), only: recipients.isOnly ? recipients.origin : nil, at: time)
         }
-        endpoint.receive(message, at: time)
+        endpoint.receive(message, at: time, to: recipients)
     }
 
     private func name(_ id: EndpointID) -> String {

@@ -22,8 +22,10 @@ public final class EventMonitor: @unchecked Sendable {
     }
 
     /// Shows `message` going from `source` to `sink` at `time`.
-    public func show(_ message: MIDIMessage, from source: String, to sink: String, at time: MonotonicInstant) {
-        show("\(message)", from: source, to: sink, at: time)
+    /// Shows `message` going from `source` to `sink`; to the one player `only`, if given (a release only it needs).
+    public func show(_ message: MIDIMessage, from source: String, to sink: String, only: EventOrigin? = nil,
+                     at time: MonotonicInstant) {
+        show(only.map { "\(message) (only to \($0))" } ?? "\(message)", from: source, to: sink, at: time)
     }
 
     /// Shows an OSC message (`oscdump`-style text) arriving from a controller or leaving for one: the MIDI it

@@ -60,7 +60,8 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
 
     deinit { timer.cancel() }
 
-    public func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
+    public func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
+        guard recipients.include(.none) else { return }
         guard message.channel != nil || message.kind == .sysEx else {
             leftOut += 1
             return

@@ -184,14 +184,14 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     // MARK: Sending (on the engine's queue, from sinks)
 
-    /// Queues `message` for every peer, or for the peers whose name matches `glob`.
-    func send(_ message: MIDIMessage, at time: MonotonicInstant, toPeersMatching glob: NameGlob? = nil) {
+    /// Queues `message` for the `recipients` among every peer, or among the peers whose name matches `glob`.
+    func send(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients, matching glob: NameGlob?) {
         guard runner?.session != nil else { return }
         if let glob {
             guard let ssrcs = peersOfGlob[glob.pattern], !ssrcs.isEmpty else { return }
-            session.send(message, at: time) { ssrcs.contains($0.ssrc) }
+            session.send(message, at: time) { ssrcs.contains($0.ssrc) && recipients.include(.networkPeer(ssrc: $0.ssrc)) }
         } else {
-            session.send(message, at: time)
+            session.send(message, at: time) { recipients.include(.networkPeer(ssrc: $0.ssrc)) }
         }
         scheduleFlush()
     }
@@ -218,9 +218,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
         guard let sink else { return }
-        if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, at: time)) }
+        let origin = EventOrigin.networkPeer(ssrc: peer.ssrc)
+        if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time)) }
         if let ids = endpointsOfPeer[peer.ssrc] {
-            for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, at: time)) }
+            for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time)) }
         }
     }
 
@@ -264,8 +265,8 @@ final class SessionSink: SinkEndpoint, @unchecked Sendable {
         self.glob = glob
     }
 
-    func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
-        session.send(message, at: time, toPeersMatching: glob)
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
+        session.send(message, at: time, to: recipients, matching: glob)
     }
 
     func stop() {}

@@ -289,7 +289,9 @@ final class OSCFeedbackSink: SinkEndpoint, @unchecked Sendable {
         self.endpoint = endpoint
     }
 
-    func receive(_ message: MIDIMessage, at time: MonotonicInstant) {
+    /// OSC controllers play as the endpoint (`.none`); the endpoint keeps a controller's own changes from it.
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
+        guard recipients.include(.none) else { return }
         endpoint.feedback(for: message, at: time)
     }
 

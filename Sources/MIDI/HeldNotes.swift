@@ -36,6 +36,23 @@ public struct HeldNotes: Sendable {
         }
     }
 
+    /// For a stream going to one listener: false for a release of a note or pedal this listener was never
+    /// sent (it joined after the note-on, or the note-on went to others only), which need not be sent; true,
+    /// with what `message` turns on or off recorded, for everything else.
+    public mutating func admit(_ message: MIDIMessage) -> Bool {
+        switch message {
+        case .noteOff(let channel, let note, _), .noteOn(let channel, let note, .zero):
+            guard isHeld(channel, note) else { return false }
+        case .controlChange(let channel, let controller, let value) where value.value < 64:
+            if let bit = Self.pedalControllers.firstIndex(of: controller.value),
+               pedals[Int(channel.value)] & (1 << UInt8(bit)) == 0 { return false }
+        default:
+            break
+        }
+        track(message)
+        return true
+    }
+
     /// Calls `release` with a note-off for every held note and a pedal-up for every held
     /// pedal, then forgets them.
     public mutating func releaseAll(_ release: (MIDIMessage) -> Void) {
@@ -55,6 +72,10 @@ public struct HeldNotes: Sendable {
             }
         }
         self = HeldNotes()
+    }
+
+    private func isHeld(_ channel: UInt4, _ note: UInt7) -> Bool {
+        notes[Int(channel.value) * 2 + Int(note.value >> 6)] & UInt64(1) << UInt64(note.value & 63) != 0
     }
 
     private mutating func set(_ channel: UInt4, _ note: UInt7, on: Bool) {

@@ -20,17 +20,74 @@ public struct EndpointID: Hashable, Comparable, Sendable, CustomStringConvertibl
     public var description: String { "#\(index)" }
 }
 
+/// Who, inside an endpoint that several players share, played an event: a network peer (by its
+/// SSRC) or a sequencer port (by client and port). `.none` for an endpoint that is one player (a
+/// song, an OSC endpoint). The same player has the same origin under every endpoint it feeds, so a
+/// sink can leave it out wherever the event arrives.
+public struct EventOrigin: Hashable, Sendable, CustomStringConvertible {
+    /// Kind in the high 32 bits, identity in the low 32; 0 is `.none`.
+    public let rawValue: UInt64
+    @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// Nobody in particular.
+    public static let none = EventOrigin(rawValue: 0)
+    /// An RTP-MIDI peer, by its (control-port) SSRC.
+    @inlinable public static func networkPeer(ssrc: UInt32) -> Self { Self(rawValue: 1 << 32 | UInt64(ssrc)) }
+    /// An ALSA sequencer port.
+    @inlinable public static func sequencerPort(client: UInt8, port: UInt8) -> Self {
+        Self(rawValue: 2 << 32 | UInt64(client) << 8 | UInt64(port))
+    }
+    /// The sequencer port, if this origin is one.
+    public var sequencerPort: (client: UInt8, port: UInt8)? {
+        rawValue >> 32 == 2 ? (UInt8(truncatingIfNeeded: rawValue >> 8), UInt8(truncatingIfNeeded: rawValue)) : nil
+    }
+    public var description: String {
+        switch rawValue >> 32 {
+        case 0: "none"
+        case 1: "peer \(UInt32(truncatingIfNeeded: rawValue))"
+        default: "port \((rawValue >> 8) & 0xFF):\(rawValue & 0xFF)"
+        }
+    }
+}
+
+/// Which players behind a sink a delivery is for. Everything routed goes to every player but the
+/// one it came from (no echo); a release can go to one player alone, when only it heard a note-on
+/// that other players still hold (see `HeldTable`).
+public struct Recipients: Hashable, Sendable {
+    /// The player left out (`except`) or the only one included (`only`).
+    public let origin: EventOrigin
+    /// True: only `origin`; false: everyone but `origin`.
+    public let isOnly: Bool
+    @usableFromInline init(origin: EventOrigin, isOnly: Bool) {
+        self.origin = origin
+        self.isOnly = isOnly
+    }
+    /// Everyone but `origin` (everyone, for `.none`).
+    @inlinable public static func allExcept(_ origin: EventOrigin) -> Self { Self(origin: origin, isOnly: false) }
+    /// `origin` alone.
+    @inlinable public static func only(_ origin: EventOrigin) -> Self { Self(origin: origin, isOnly: true) }
+    /// Every player.
+    public static let everyone = allExcept(.none)
+    /// True if the player `origin` is meant; a sink that is one player is `.none`.
+    @inlinable public func include(_ player: EventOrigin) -> Bool {
+        isOnly ? player == origin : player == .none || player != origin
+    }
+}
+
 /// A MIDI message with where it came from and when.
 public struct MIDIEvent: Hashable, Sendable {
     /// The message.
     public var message: MIDIMessage
     /// The endpoint it came from.
     public var source: EndpointID
+    /// The player inside that endpoint who played it.
+    public var origin: EventOrigin
     /// When it happened (or is due), on the monotonic clock.
     public var time: MonotonicInstant
-    @inlinable public init(_ message: MIDIMessage, from source: EndpointID, at time: MonotonicInstant) {
+    @inlinable public init(_ message: MIDIMessage, from source: EndpointID, origin: EventOrigin = .none,
+                           at time: MonotonicInstant) {
         self.message = message
         self.source = source
+        self.origin = origin
         self.time = time
     }
 }

@@ -426,11 +426,12 @@ public final class RTPMIDISession {
     // MARK: Sending
 
     /// Queues `message`, due at `time`, for every connected peer (or only those `accepting`);
-    /// packets go out when full and on `flush`.
-    public func send(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: ((PeerInfo) -> Bool)? = nil) {
+    /// packets go out when full and on `flush`. A note-off or pedal release goes only to the peers
+    /// that were sent its note-on or press (not to one that joined after it).
+    public func send(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: (PeerInfo) -> Bool = { _ in true }) {
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
         lastSendTime = time
-        for peer in peers.values where accepting?(peer.info) ?? true {
+        for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
             withSender(of: peer) { sender, send in sender.append(message, tick: tick, send) }
         }
     }

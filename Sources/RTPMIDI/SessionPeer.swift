@@ -61,6 +61,8 @@ final class SessionPeer {
     var sender: RTPMIDISender
     /// What the peer played, as passed on: released when it leaves, repaired after loss.
     var midi = PeerMIDIState()
+    /// What we have left on at the peer: its releases are sent, others' are not.
+    var sent = HeldNotes()
     /// Packets were lost and no journal has repaired the loss yet.
     var lossUnrepaired = false
     /// Events waiting for their time, for a peer played by timestamp; nil: played on arrival.

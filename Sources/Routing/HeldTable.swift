@@ -1,8 +1,12 @@
 import MIDI
 
-/// The router's memory of what is sounding: for every held input (source, channel, note or
-/// pedal) the outputs (sink, channel, note or controller) its note-on or press produced, and
-/// per sink how many inputs hold each output. Fixed capacity, allocated up front.
+/// The router's memory of what is sounding: for every held input (source, player, channel, note
+/// or pedal) the outputs (sink, channel, note or controller) its note-on or press produced and the
+/// player they were not sent to, and per sink how many inputs hold each output. Fixed capacity,
+/// allocated up front.
+///
+/// An input key is (source, channel, slot); the players of a shared endpoint (session peers, ALSA
+/// ports) hold under the same key, told apart by the origin kept in each record.
 struct HeldTable {
     /// Slots per channel, for inputs and outputs alike: notes 0...127, then controllers as 128 + number.
     static let slotsPerChannel = 256
@@ -17,7 +21,13 @@ struct HeldTable {
     private var sink: [UInt16]
     private var channel: [UInt8]
     private var slot: [UInt8]
+    /// The player whose input holds the record, and the one its output was not sent to (the same
+    /// player, or `.none` for a route with `echo: true`).
+    private var origin: [UInt64]
+    private var excluded: [UInt64]
     private var freeHead: Int32
+    /// `sink` of a record in the pool.
+    private static let free = UInt16.max
 
     init(endpointCount: Int, capacity: Int) {
         let capacity = max(1, min(capacity, Int(Int32.max)))
@@ -25,9 +35,11 @@ struct HeldTable {
         inputHead = Array(repeating: -1, count: endpointCount * 16 * Self.slotsPerChannel)
         outputCount = Array(repeating: 0, count: endpointCount * 16 * Self.slotsPerChannel)
         next = (0..<capacity).map { $0 + 1 < capacity ? Int32($0 + 1) : -1 }
-        sink = Array(repeating: 0, count: capacity)
+        sink = Array(repeating: Self.free, count: capacity)
         channel = Array(repeating: 0, count: capacity)
         slot = Array(repeating: 0, count: capacity)
+        origin = Array(repeating: 0, count: capacity)
+        excluded = Array(repeating: 0, count: capacity)
         freeHead = 0
     }
 
@@ -59,6 +71,18 @@ struct HeldTable {
         (source * 16 + Int(channel.value)) * Self.slotsPerChannel + slot
     }
 
+    /// True if `player` holds something under `key`.
+    @inline(__always)
+    func isHeld(_ key: Int, by player: EventOrigin) -> Bool {
+        var record = inputHead[key]
+        while record >= 0 {
+            if origin[Int(record)] == player.rawValue { return true }
+            record = next[Int(record)]
+        }
+        return false
+    }
+
+    /// True if anyone holds something under `key`.
     @inline(__always)
     func isHeld(_ key: Int) -> Bool { inputHead[key] >= 0 }
 
@@ -67,25 +91,35 @@ struct HeldTable {
         (sink * 16 + Int(channel)) * Self.slotsPerChannel + Int(slot)
     }
 
-    /// True if `key` already holds this output.
-    func hasOutput(key: Int, sink wanted: Int, channel wantedChannel: UInt4, slot wantedSlot: Int) -> Bool {
+    /// True if `player` already holds this output under `key` (another route of its reached it too); its
+    /// record then covers everyone either delivery reached: if they left out different players, nobody.
+    mutating func extendOutput(key: Int, player: EventOrigin, left: EventOrigin, sink wanted: Int, channel wantedChannel: UInt4,
+                               slot wantedSlot: Int) -> Bool {
         var record = inputHead[key]
         while record >= 0 {
             let r = Int(record)
-            if Int(sink[r]) == wanted && channel[r] == wantedChannel.value && Int(slot[r]) == wantedSlot { return true }
+            if Int(sink[r]) == wanted && channel[r] == wantedChannel.value && Int(slot[r]) == wantedSlot
+                && origin[r] == player.rawValue {
+                if excluded[r] != left.rawValue { excluded[r] = EventOrigin.none.rawValue }
+                return true
+            }
             record = next[r]
         }
         return false
     }
 
-    /// Records that `key` holds an output; false if the pool is full (nothing recorded).
-    mutating func record(key: Int, sink outSink: Int, channel outChannel: UInt4, slot outSlot: Int) -> Bool {
+    /// Records that `player` holds an output under `key`, sent to everyone but `left`; false if the
+    /// pool is full (nothing recorded).
+    mutating func record(key: Int, player: EventOrigin, left: EventOrigin, sink outSink: Int, channel outChannel: UInt4,
+                         slot outSlot: Int) -> Bool {
         guard freeHead >= 0 else { return false }
         let r = Int(freeHead)
         freeHead = next[r]
         sink[r] = UInt16(truncatingIfNeeded: outSink)
         channel[r] = outChannel.value
         slot[r] = UInt8(truncatingIfNeeded: outSlot)
+        origin[r] = player.rawValue
+        excluded[r] = left.rawValue
         next[r] = inputHead[key]
         inputHead[key] = Int32(r)
         let o = outputIndex(sink: outSink, channel: outChannel.value, slot: slot[r])
@@ -93,29 +127,39 @@ struct HeldTable {
         return true
     }
 
-    /// Calls `body(sink, channel, slot)` for every output `key` holds.
-    func forEachOutput(of key: Int, _ body: (Int, UInt4, Int) -> Void) {
+    /// Calls `body(sink, channel, slot, recipients)` for every output `player` holds under `key`.
+    func forEachOutput(of key: Int, player: EventOrigin, _ body: (Int, UInt4, Int, Recipients) -> Void) {
         var record = inputHead[key]
         while record >= 0 {
             let r = Int(record)
-            body(Int(sink[r]), UInt4(masking: channel[r]), Int(slot[r]))
+            if origin[r] == player.rawValue {
+                body(Int(sink[r]), UInt4(masking: channel[r]), Int(slot[r]), .allExcept(EventOrigin(rawValue: excluded[r])))
+            }
             record = next[r]
         }
     }
 
-    /// Forgets every output `key` holds; calls `body(sink, channel, slot)` for each one no other input holds.
-    mutating func removeOutputs(of key: Int, _ body: (Int, UInt4, Int) -> Void) {
+    /// Forgets every output `player` (or, for nil, anyone) holds under `key`; calls
+    /// `body(sink, channel, slot, recipients)` for each release to send (see `releaseRecord`).
+    mutating func removeOutputs(of key: Int, player: EventOrigin?, _ body: (Int, UInt4, Int, Recipients) -> Void) {
+        var previous: Int32 = -1
         var record = inputHead[key]
-        inputHead[key] = -1
         while record >= 0 {
             let r = Int(record)
-            record = next[r]
-            if releaseRecord(r) { body(Int(sink[r]), UInt4(masking: channel[r]), Int(slot[r])) }
+            let following = next[r]
+            if player == nil || origin[r] == player!.rawValue {
+                if previous < 0 { inputHead[key] = following } else { next[Int(previous)] = following }
+                let (s, c, o) = (Int(sink[r]), UInt4(masking: channel[r]), Int(slot[r]))
+                if let recipients = releaseRecord(r) { body(s, c, o, recipients) }
+            } else {
+                previous = record
+            }
+            record = following
         }
     }
 
-    /// Forgets every output on `sinkIndex`; calls `body(channel, slot)` once for each that was sounding.
-    mutating func removeOutputs(toSink sinkIndex: Int, _ body: (UInt4, Int) -> Void) {
+    /// Forgets every output on `sinkIndex`; calls `body(channel, slot, recipients)` for each release to send.
+    mutating func removeOutputs(toSink sinkIndex: Int, _ body: (UInt4, Int, Recipients) -> Void) {
         for key in inputHead.indices where inputHead[key] >= 0 {
             var previous: Int32 = -1
             var record = inputHead[key]
@@ -124,7 +168,8 @@ struct HeldTable {
                 let following = next[r]
                 if Int(sink[r]) == sinkIndex {
                     if previous < 0 { inputHead[key] = following } else { next[Int(previous)] = following }
-                    if releaseRecord(r) { body(UInt4(masking: channel[r]), Int(slot[r])) }
+                    let (c, o) = (UInt4(masking: channel[r]), Int(slot[r]))
+                    if let recipients = releaseRecord(r) { body(c, o, recipients) }
                 } else {
                     previous = record
                 }
@@ -141,12 +186,24 @@ struct HeldTable {
         endpointCount = count
     }
 
-    /// Returns record `r` to the pool; true if its output is now held by nobody.
-    private mutating func releaseRecord(_ r: Int) -> Bool {
-        let o = outputIndex(sink: Int(sink[r]), channel: channel[r], slot: slot[r])
-        outputCount[o] &-= 1
+    /// Returns record `r` (already unlinked from its key) to the pool, and says who must hear its
+    /// output released: everyone it was sent to, if nobody else holds that output; if others do, the
+    /// one player that heard this record's note-on but none of theirs (they all left out the same
+    /// player, and this record did not), or nobody.
+    private mutating func releaseRecord(_ r: Int) -> Recipients? {
+        let (s, c, o) = (sink[r], channel[r], slot[r])
+        let output = outputIndex(sink: Int(s), channel: c, slot: o)
+        outputCount[output] &-= 1
+        sink[r] = Self.free
         next[r] = freeHead
         freeHead = Int32(r)
-        return outputCount[o] == 0
+        guard outputCount[output] > 0 else { return .allExcept(EventOrigin(rawValue: excluded[r])) }
+        var common: UInt64?
+        for other in sink.indices where sink[other] == s && channel[other] == c && slot[other] == o {
+            guard common == nil || common == excluded[other] else { return nil }
+            common = excluded[other]
+        }
+        guard let common, common != EventOrigin.none.rawValue, common != excluded[r] else { return nil }
+        return .only(EventOrigin(rawValue: common))
     }
 }

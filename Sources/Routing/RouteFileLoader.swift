@@ -46,6 +46,8 @@ struct PendingRoute {
     var stages: [any RouteStage]
     /// The route's `osc:` block, if it has one.
     var osc: OSCRouteMapping?
+    /// `echo: true`: what a player sends may come back to it.
+    var echo: Bool
     /// Where the route's mapping starts.
     var location: SourceLocation
     /// False if anything in the route was reported as a mistake.
@@ -442,7 +444,8 @@ struct RouteFileDocument {
         }
         // Not a stage: how the OSC endpoint at either end of the route translates.
         let osc = values["osc"].flatMap { readOSCMapping($0.value, key: $0.key) }
-        routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, location: location(node),
+        let echo = values["echo"].flatMap { readBool($0.value, key: "echo") } ?? false
+        routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, echo: echo, location: location(node),
                                    isValid: errors.count == errorsBefore))
     }
 

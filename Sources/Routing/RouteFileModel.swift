@@ -71,16 +71,20 @@ public struct RouteDeclaration: Sendable {
     /// How the OSC endpoints at the route's ends translate: the `osc:` block, the MIDI-over-OSC family alone when
     /// the route has an OSC endpoint but no block; nil when it has no OSC endpoint.
     public var osc: OSCRouteMapping?
+    /// `echo: true`: a player of a shared endpoint (a session peer, an ALSA port) also receives what it sent
+    /// when the route delivers back to that endpoint. False by default: everyone but the sender does.
+    public var echo: Bool
     /// Where the route's list entry starts.
     public var location: SourceLocation
 
     /// A route from `from` to `to` through `stages`, translating OSC by `osc`, declared at `location`.
     public init(from: [String], to: [String], stages: [any RouteStage], osc: OSCRouteMapping? = nil,
-                location: SourceLocation) {
+                echo: Bool = false, location: SourceLocation) {
         self.from = from
         self.to = to
         self.stages = stages
         self.osc = osc
+        self.echo = echo
         self.location = location
     }
 }
@@ -133,7 +137,7 @@ public struct RouteConfiguration: Sendable {
         routes.enumerated().map { index, route in
             CompiledRoute(sources: route.from.map { sourceID($0, index) ?? endpointID($0) },
                           sinks: route.to.map(endpointID),
-                          stages: route.stages)
+                          stages: route.stages, echo: route.echo)
         }
     }
 
@@ -247,7 +251,7 @@ public struct RouteConfiguration: Sendable {
                 do {
                     let osc = try route.resolvedOSCMapping { name in endpointIndex[name].map { endpoints[$0].kind } }
                     routes.append(RouteDeclaration(from: route.from.map(\.name), to: route.to.map(\.name),
-                                                   stages: route.stages, osc: osc, location: route.location))
+                                                   stages: route.stages, osc: osc, echo: route.echo, location: route.location))
                 } catch {
                     errorsByFile[fileIndex].append(error)
                 }

@@ -8,9 +8,9 @@ enum RouteFileVocabulary {
     static let reservedTopLevelKeys = ["activity", "clock", "drums"]
     /// Keys of an endpoint's mapping.
     static let endpointKeys = ["file", "loop", "record", "peer", "alsa", "osc"]
-    /// Keys of a route: `from` and `to`, the stages in the order they run, then `osc`, which is not a stage.
+    /// Keys of a route: `from` and `to`, the stages in the order they run, then `osc` and `echo`, which are not stages.
     static let routeKeys = ["from", "to", "only", "except", "channels", "notes", "convert", "cc", "cc-range",
-                            "transpose", "velocity", "channel", "osc"]
+                            "transpose", "velocity", "channel", "osc", "echo"]
     /// Keys of a `convert:` entry.
     static let convertKeys = ["from", "to"]
     /// Keys of a `cc-range:` entry.

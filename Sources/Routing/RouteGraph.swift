@@ -8,12 +8,16 @@ public struct CompiledRoute: Sendable {
     public var sinks: [EndpointID]
     /// The stages, applied in order.
     public var stages: [any RouteStage]
+    /// True: a message also goes back to the player that sent it, when a sink is the endpoint it
+    /// came from (`echo: true`); false: every player but that one receives it.
+    public var echo: Bool
 
     /// A route from `sources` to `sinks` through `stages`.
-    public init(sources: [EndpointID], sinks: [EndpointID], stages: [any RouteStage]) {
+    public init(sources: [EndpointID], sinks: [EndpointID], stages: [any RouteStage], echo: Bool = false) {
         self.sources = sources
         self.sinks = sinks
         self.stages = stages
+        self.echo = echo
     }
 }
 
@@ -35,7 +39,7 @@ public struct RouteGraph: Sendable {
         self.routes = routes.map { route in
             CompiledRoute(sources: route.sources.filter { Int($0.index) < count },
                           sinks: route.sinks.filter { Int($0.index) < count },
-                          stages: route.stages)
+                          stages: route.stages, echo: route.echo)
         }
         var bySource = Array(repeating: [Int](), count: count)
         var isSink = Array(repeating: false, count: count)

@@ -21,9 +21,17 @@ public struct RouterCounters: Hashable, Sendable {
 /// Sends events through the route graph to sinks and guarantees no note or pedal is left hanging:
 /// releases never run through stages but go exactly where their note-on or press went.
 ///
+/// No echo: a delivery goes to every player behind the sink but the one that played the event
+/// (`Recipients.allExcept(event.origin)`), unless the route says `echo`; a release goes to the
+/// players its note-on went to.
+///
+/// Every delivery is `deliver(sink, message, recipients)`.
 /// Confined to one thread (the engine's). `dispatch` allocates nothing for non-SysEx messages:
 /// all tables are allocated when the router is made (or grown on a reload).
 public final class Router {
+    /// Hands `message` to `sink` for `recipients`.
+    public typealias Delivery = (_ sink: EndpointID, _ message: MIDIMessage, _ recipients: Recipients) -> Void
+
     /// The routes in force.
     public private(set) var graph: RouteGraph
     /// What has been counted.
@@ -38,64 +46,66 @@ public final class Router {
     }
 
     /// Routes `event` to its sinks, calling `deliver` once per (sink, message).
-    public func dispatch(_ event: MIDIEvent, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+    public func dispatch(_ event: MIDIEvent, _ deliver: Delivery) {
         let source = Int(event.source.index)
         guard source < graph.endpointCount else {
             counters.unknownSource += 1
             return
         }
+        let player = event.origin
         switch event.message {
         case .noteOff(let channel, let note, let velocity):
-            releaseInput(source: source, channel: channel, slot: Int(note.value), velocity: velocity, deliver)
+            releaseInput(source: source, player: player, channel: channel, slot: Int(note.value), velocity: velocity, deliver)
         case .noteOn(let channel, let note, let velocity) where velocity.value == 0:
-            releaseInput(source: source, channel: channel, slot: Int(note.value), velocity: .zero, deliver)
+            releaseInput(source: source, player: player, channel: channel, slot: Int(note.value), velocity: .zero, deliver)
         case .noteOn(let channel, let note, _):
             let key = held.inputKey(source: source, channel: channel, slot: Int(note.value))
-            if held.isHeld(key) { releaseKey(key, velocity: .zero, deliver) }
-            route(event.message, source: source, key: key, isPress: true, releaseSent: false, deliver)
+            if held.isHeld(key, by: player) { releaseKey(key, player: player, velocity: .zero, deliver) }
+            route(event, source: source, key: key, isPress: true, releaseSent: false, deliver)
         case .controlChange(let channel, let controller, let value):
             // A controller that pressed a pedal somewhere releases it there when it drops below 64.
             let key = held.inputKey(source: source, channel: channel, slot: 128 + Int(controller.value))
-            let released = value.value < 64 && held.isHeld(key)
-            if released { releaseKey(key, velocity: .zero, deliver) }
-            route(event.message, source: source, key: key, isPress: value.value >= 64, releaseSent: released, deliver)
+            let released = value.value < 64 && held.isHeld(key, by: player)
+            if released { releaseKey(key, player: player, velocity: .zero, deliver) }
+            route(event, source: source, key: key, isPress: value.value >= 64, releaseSent: released, deliver)
         case .polyPressure(let channel, let note, let pressure):
             let key = held.inputKey(source: source, channel: channel, slot: Int(note.value))
-            held.forEachOutput(of: key) { sink, outChannel, outSlot in
+            held.forEachOutput(of: key, player: player) { sink, outChannel, outSlot, recipients in
                 guard outSlot < 128 else { return }
                 counters.delivered += 1
-                deliver(EndpointID(UInt16(sink)), .polyPressure(channel: outChannel, note: UInt7(masking: UInt8(outSlot)), pressure: pressure))
+                deliver(EndpointID(UInt16(sink)), .polyPressure(channel: outChannel, note: UInt7(masking: UInt8(outSlot)), pressure: pressure),
+                        recipients)
             }
         default:
-            route(event.message, source: source, key: nil, isPress: false, releaseSent: false, deliver)
+            route(event, source: source, key: nil, isPress: false, releaseSent: false, deliver)
         }
     }
 
-    /// Releases every note and pedal `source` holds (it went away, or a song looped or ended).
-    public func release(source: EndpointID, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+    /// Releases every note and pedal any player of `source` holds (it went away, or a song looped or ended).
+    public func release(source: EndpointID, _ deliver: Delivery) {
         let index = Int(source.index)
         guard index < held.endpointCount else { return }
         for channel in 0..<16 {
             for slot in 0..<HeldTable.slotsPerChannel {
                 let key = held.inputKey(source: index, channel: UInt4(masking: UInt8(channel)), slot: slot)
-                if held.isHeld(key) { releaseKey(key, velocity: .zero, deliver) }
+                if held.isHeld(key) { releaseKey(key, player: nil, velocity: .zero, deliver) }
             }
         }
     }
 
     /// Releases every note and pedal held by any source (shutdown).
-    public func releaseAll(_ deliver: (EndpointID, MIDIMessage) -> Void) {
+    public func releaseAll(_ deliver: Delivery) {
         for source in 0..<held.endpointCount { release(source: EndpointID(UInt16(source)), deliver) }
     }
 
     /// Puts `newGraph` in force. Held notes survive and are released later along the paths their
     /// note-ons took; outputs on endpoints that no route of `newGraph` delivers to are released now.
-    public func replace(graph newGraph: RouteGraph, _ deliver: (EndpointID, MIDIMessage) -> Void) {
+    public func replace(graph newGraph: RouteGraph, _ deliver: Delivery) {
         held.grow(endpointCount: newGraph.endpointCount)
         for sink in 0..<held.endpointCount where sink >= newGraph.endpointCount || !newGraph.isSink[sink] {
-            held.removeOutputs(toSink: sink) { channel, slot in
+            held.removeOutputs(toSink: sink) { channel, slot, recipients in
                 counters.delivered += 1
-                deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: .zero))
+                deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: .zero), recipients)
             }
         }
         graph = newGraph
@@ -111,17 +121,18 @@ public final class Router {
         return true
     }
 
-    /// Routes `input` through every route reading `source`. Outputs that hold something at their
+    /// Routes `event` through every route reading `source`. Outputs that hold something at their
     /// sink (a sounding note, a pressed pedal) are recorded under the input's `key` when the input
     /// is a press; ones that cannot be recorded are dropped, never sent untracked. Pedal releases
     /// are dropped too: only the held table sends them, to where the press went (`releaseSent`
     /// says it just did, so the drop is not counted as unmatched).
-    private func route(_ input: MIDIMessage, source: Int, key: Int?, isPress: Bool, releaseSent: Bool,
-                       _ deliver: (EndpointID, MIDIMessage) -> Void) {
+    private func route(_ event: MIDIEvent, source: Int, key: Int?, isPress: Bool, releaseSent: Bool,
+                       _ deliver: Delivery) {
         for routeIndex in graph.routesBySource[source] {
             let route = graph.routes[routeIndex]
-            var message = input
+            var message = event.message
             guard passes(&message, through: route.stages) else { continue }
+            let left = route.echo ? EventOrigin.none : event.origin
             let output = HeldTable.heldOutput(of: message)
             if output == nil && HeldTable.isPedalRelease(message) {
                 if !releaseSent { counters.unmatchedReleases += 1 }
@@ -134,33 +145,34 @@ public final class Router {
                         continue
                     }
                     let sinkIndex = Int(sink.index)
-                    if !held.hasOutput(key: key, sink: sinkIndex, channel: channel, slot: slot)
-                        && !held.record(key: key, sink: sinkIndex, channel: channel, slot: slot) {
+                    if !held.extendOutput(key: key, player: event.origin, left: left, sink: sinkIndex, channel: channel, slot: slot)
+                        && !held.record(key: key, player: event.origin, left: left, sink: sinkIndex, channel: channel, slot: slot) {
                         counters.heldTableFull += 1
                         continue
                     }
                 }
                 counters.delivered += 1
-                deliver(sink, message)
+                deliver(sink, message, .allExcept(left))
             }
         }
     }
 
-    /// Releases what the input (source, channel, slot) turned on, or counts an unmatched release.
-    private func releaseInput(source: Int, channel: UInt4, slot: Int, velocity: UInt7,
-                              _ deliver: (EndpointID, MIDIMessage) -> Void) {
+    /// Releases what `player`'s input (source, channel, slot) turned on, or counts an unmatched release.
+    private func releaseInput(source: Int, player: EventOrigin, channel: UInt4, slot: Int, velocity: UInt7,
+                              _ deliver: Delivery) {
         let key = held.inputKey(source: source, channel: channel, slot: slot)
-        guard held.isHeld(key) else {
+        guard held.isHeld(key, by: player) else {
             counters.unmatchedReleases += 1
             return
         }
-        releaseKey(key, velocity: velocity, deliver)
+        releaseKey(key, player: player, velocity: velocity, deliver)
     }
 
-    private func releaseKey(_ key: Int, velocity: UInt7, _ deliver: (EndpointID, MIDIMessage) -> Void) {
-        held.removeOutputs(of: key) { sink, channel, slot in
+    /// Releases what `player` (nil: every player) holds under `key`.
+    private func releaseKey(_ key: Int, player: EventOrigin?, velocity: UInt7, _ deliver: Delivery) {
+        held.removeOutputs(of: key, player: player) { sink, channel, slot, recipients in
             counters.delivered += 1
-            deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: velocity))
+            deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: velocity), recipients)
         }
     }
 

@@ -18,7 +18,7 @@ import Testing
 
     func bytes(_ pieces: [PacedOutput.Piece]) -> [UInt8] {
         pieces.flatMap { piece -> [UInt8] in
-            if case .sysExChunk(let chunk) = piece { chunk } else { [] }
+            if case .sysExChunk(let chunk, _) = piece { chunk } else { [] }
         }
     }
 
@@ -75,7 +75,7 @@ import Testing
         var pieces: [PacedOutput.Piece] = []
         while let piece = output.next(now: start) { pieces.append(piece) }
         pieces += drain(&output, from: start).pieces
-        #expect(pieces.last == .message(noteOff, later))
+        #expect(pieces.last == .message(noteOff, later, .everyone))
         #expect(bytes(pieces).count == 5_002)
     }
 
@@ -86,9 +86,9 @@ import Testing
         _ = output.admit(noteOff, at: start)
         _ = output.admit(.sysEx(data: [1, 2]), at: start)
         var sent = 0
-        while case .sysExChunk(let chunk)? = output.next(now: start) { sent += chunk.count }
+        while case .sysExChunk(let chunk, _)? = output.next(now: start) { sent += chunk.count }
         let (pieces, dropped) = output.flush()
-        #expect(pieces == [.sysExChunk([0xF7]), .message(noteOff, start)])
+        #expect(pieces == [.sysExChunk([0xF7], .everyone), .message(noteOff, start, .everyone)])
         #expect(dropped == 10_002 - sent + 4)
         #expect(output.isIdle)
         #expect(output.wait(now: start) == nil)

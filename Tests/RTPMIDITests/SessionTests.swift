@@ -129,6 +129,29 @@ final class VirtualNetwork {
         #expect(a.session.counters.packetsReceived == 1)
     }
 
+    @Test func aPeerThatJoinsMidNoteGetsNoReleaseForANoteItNeverHeard() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        let c = net.add(3, name: "C", ssrc: 300)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.send(cc(0, 64, 127), at: net.now)
+        a.session.flush()
+        net.deliver()
+        a.session.invite(c.address, label: "c", now: net.now)
+        net.deliver()
+        a.session.send(noteOn(0, 62), at: net.now)
+        for message in [noteOff(0, 60), cc(0, 64, 0), noteOff(0, 62), noteOff(0, 64), cc(0, 1, 0)] {
+            a.session.send(message, at: net.now)
+        }
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 60), cc(0, 64, 127), noteOn(0, 62), noteOff(0, 60), cc(0, 64, 0), noteOff(0, 62), cc(0, 1, 0)])
+        #expect(c.received.map(\.0) == [noteOn(0, 62), noteOff(0, 62), cc(0, 1, 0)])
+    }
+
     @Test func initiatorSyncsClocksQuicklyThenEveryTwoSecondsAndNeverAnswersCountTwo() {
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)

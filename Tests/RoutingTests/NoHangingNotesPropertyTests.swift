@@ -52,14 +52,17 @@ extension RandomNumberGenerator {
         }
     }
 
-    /// Routes among sources 0...2 and sinks 3...5.
-    mutating func graph() -> RouteGraph {
+    /// Routes among sources 0...2 and sinks 3...5, or (`shared`) among endpoints 0...3 that are sources and
+    /// sinks at once (a session, its `peer:` endpoints), some routes with `echo` if `echoes`.
+    mutating func graph(shared: Bool = false, echoes: Bool = false) -> RouteGraph {
+        let (sources, sinks) = shared ? (0...3, 0...3) : (0...2, 3...5)
         let routes = (0..<Int.random(in: 1...5, using: &self)).map { _ in
-            CompiledRoute(sources: (0...2).filter { _ in Bool.random(using: &self) }.map { EndpointID(UInt16($0)) },
-                          sinks: (3...5).filter { _ in Bool.random(using: &self) }.map { EndpointID(UInt16($0)) },
-                          stages: (0..<Int.random(in: 0...4, using: &self)).map { _ in stage() })
+            CompiledRoute(sources: sources.filter { _ in Bool.random(using: &self) }.map { EndpointID(UInt16($0)) },
+                          sinks: sinks.filter { _ in Bool.random(using: &self) }.map { EndpointID(UInt16($0)) },
+                          stages: (0..<Int.random(in: 0...4, using: &self)).map { _ in stage() },
+                          echo: echoes && Int.random(in: 0..<4, using: &self) == 0)
         }
-        return RouteGraph(routes: routes, endpointCount: 6)
+        return RouteGraph(routes: routes, endpointCount: shared ? 4 : 6)
     }
 }
 
@@ -69,7 +72,7 @@ extension RandomNumberGenerator {
         var random = SeededGenerator(seed: 1000 + seed)
         let router = Router(graph: random.graph())
         var sinks = Array(repeating: SinkState(), count: 6)
-        let deliver: (EndpointID, MIDIMessage) -> Void = { sink, message in sinks[Int(sink.index)].hear(message) }
+        let deliver: Router.Delivery = { sink, message, _ in sinks[Int(sink.index)].hear(message) }
         // What each source is holding, so it can let go of everything at the end.
         var heldNotes: Set<[Int]> = []
         var raisedControllers: Set<[Int]> = []
@@ -107,6 +110,69 @@ extension RandomNumberGenerator {
             #expect(sink.notes.isEmpty, "sink \(index) still has notes on: \(sink.notes.sorted())")
             #expect(sink.pedals.isEmpty, "sink \(index) still has pedals down: \(sink.pedals.sorted())")
             #expect(sink.strayReleases.isEmpty, "sink \(index) got releases for nothing held: \(sink.strayReleases.prefix(5))")
+        }
+    }
+
+    /// Players share endpoints (two session peers, an ALSA port, and a player that is the whole endpoint);
+    /// every sink has each of them behind it as a listener. What a player plays never comes back to it
+    /// (unless a route echoes), and every listener ends with nothing held and no release for what it never
+    /// heard, however the players' notes overlap on the same outputs.
+    @Test(arguments: 0..<40)
+    func noDeliveryReturnsToItsPlayerAndEveryListenerEndsWithNothingHeld(seed: UInt64) {
+        var random = SeededGenerator(seed: 5000 + seed)
+        let echoes = seed % 4 == 0
+        let players: [EventOrigin] = [.networkPeer(ssrc: 7), .networkPeer(ssrc: 9), .sequencerPort(client: 20, port: 0), .none]
+        let router = Router(graph: random.graph(shared: true, echoes: echoes))
+        var listeners = Array(repeating: Array(repeating: SinkState(), count: players.count), count: 4)
+        var player = EventOrigin.none
+        var echoed: [String] = []
+        let deliver: Router.Delivery = { sink, message, recipients in
+            if recipients.include(player) && player != .none && !echoes { echoed.append("\(message) to \(sink)") }
+            for (index, listener) in players.enumerated() where recipients.include(listener) {
+                listeners[Int(sink.index)][index].hear(message)
+            }
+        }
+        var held: Set<[Int]> = []   // source, player, channel, note (or 128 + controller)
+        func play(_ message: MIDIMessage, from source: Int, as who: Int) {
+            switch message {
+            case .noteOn(let c, let n, let v) where v.value > 0: held.insert([source, who, Int(c.value), Int(n.value)])
+            case .noteOn(let c, let n, _), .noteOff(let c, let n, _): held.remove([source, who, Int(c.value), Int(n.value)])
+            case .controlChange(let c, let n, let v):
+                let key = [source, who, Int(c.value), 128 + Int(n.value)]
+                if v.value >= 64 { held.insert(key) } else { held.remove(key) }
+            default: break
+            }
+            player = players[who]
+            router.dispatch(MIDIEvent(message, from: EndpointID(UInt16(source)), origin: players[who], at: MonotonicInstant(nanoseconds: 0)), deliver)
+            player = .none
+        }
+        for _ in 0..<3000 {
+            let source = Int.random(in: 0...3, using: &random), who = Int.random(in: 0..<players.count, using: &random)
+            let channel = UInt4(masking: UInt8.random(in: 0...1, using: &random))
+            let note = UInt7(masking: UInt8.random(in: 60...66, using: &random))
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<40: play(.noteOn(channel: channel, note: note, velocity: UInt7(masking: UInt8.random(in: 1...127, using: &random))), from: source, as: who)
+            case 40..<70: play(.noteOff(channel: channel, note: note, velocity: random.seven()), from: source, as: who)
+            case 70..<90:
+                let controller = UInt7(masking: UInt8([1, 64, 66].randomElement(using: &random) ?? 1))
+                play(.controlChange(channel: channel, controller: controller, value: random.seven()), from: source, as: who)
+            case 90..<93: play(.polyPressure(channel: channel, note: note, pressure: random.seven()), from: source, as: who)
+            case 93..<96: router.replace(graph: random.graph(shared: true, echoes: echoes), deliver)
+            default: router.release(source: EndpointID(UInt16(source)), deliver)
+            }
+        }
+        for key in held {
+            play(key[3] < 128 ? .noteOff(channel: UInt4(masking: UInt8(key[2])), note: UInt7(masking: UInt8(key[3])), velocity: .zero)
+                              : .controlChange(channel: UInt4(masking: UInt8(key[2])), controller: UInt7(masking: UInt8(key[3] - 128)), value: .zero),
+                 from: key[0], as: key[1])
+        }
+        #expect(echoed.isEmpty, "delivered back to the player that sent it: \(echoed.prefix(5))")
+        for (sink, perListener) in listeners.enumerated() {
+            for (index, state) in perListener.enumerated() {
+                #expect(state.notes.isEmpty, "sink \(sink), \(players[index]): notes still on: \(state.notes.sorted())")
+                #expect(state.pedals.isEmpty, "sink \(sink), \(players[index]): pedals still down: \(state.pedals.sorted())")
+                #expect(state.strayReleases.isEmpty, "sink \(sink), \(players[index]): releases for nothing held: \(state.strayReleases.prefix(5))")
+            }
         }
     }
 }

@@ -85,7 +85,7 @@ private func route(_ lines: String...) -> String {
     @Test func unknownRouteKeyListsAll() {
         #expect(mistakes(route("banana: 3")) == [
             "7:5: unknown key 'banana' in a route; the keys are from, to, only, except, channels, notes, "
-                + "convert, cc, cc-range, transpose, velocity, channel, osc",
+                + "convert, cc, cc-range, transpose, velocity, channel, osc, echo",
         ])
     }
 

@@ -19,7 +19,7 @@ final class RouterProbe {
     @discardableResult
     func send(_ message: MIDIMessage, from source: Int = 0) -> [(sink: Int, message: MIDIMessage)] {
         let before = delivered.count
-        router.dispatch(MIDIEvent(message, from: id(source), at: MonotonicInstant(nanoseconds: 0))) { sink, m in
+        router.dispatch(MIDIEvent(message, from: id(source), at: MonotonicInstant(nanoseconds: 0))) { sink, m, _ in
             delivered.append((Int(sink.index), m))
         }
         return Array(delivered[before...])
@@ -27,13 +27,13 @@ final class RouterProbe {
 
     func replace(_ routes: [CompiledRoute], endpoints: Int = 4) -> [(sink: Int, message: MIDIMessage)] {
         let before = delivered.count
-        router.replace(graph: RouteGraph(routes: routes, endpointCount: endpoints)) { sink, m in delivered.append((Int(sink.index), m)) }
+        router.replace(graph: RouteGraph(routes: routes, endpointCount: endpoints)) { sink, m, _ in delivered.append((Int(sink.index), m)) }
         return Array(delivered[before...])
     }
 
     func release(source: Int) -> [(sink: Int, message: MIDIMessage)] {
         let before = delivered.count
-        router.release(source: id(source)) { sink, m in delivered.append((Int(sink.index), m)) }
+        router.release(source: id(source)) { sink, m, _ in delivered.append((Int(sink.index), m)) }
         return Array(delivered[before...])
     }
 }
