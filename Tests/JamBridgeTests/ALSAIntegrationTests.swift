@@ -100,6 +100,27 @@ private func startForwarding(seconds: Int) throws -> (JamBridgeProcess, URL) {
         #expect(result.err.contains("connected to keys") && result.err.contains("connected to synth"), "\(result.err)")
     }
 
+    /// Issue 17: one endpoint matching two devices, routed back into itself: each device hears the other and never
+    /// itself; when both hold the same note, each release reaches the device that heard that note-on only.
+    @Test func twoDevicesOfOneEndpointHearEachOtherNeverThemselves() throws {
+        let (daemon, _) = try startJamBridge("""
+            endpoints:
+              band: { alsa: "Virtual Raw MIDI 0-[01]" }
+            routes:
+              - { from: band, to: band }
+            """, seconds: 40)
+        try waitForConnections(4) // both devices, both ways
+        let zero = try startReading(device: 0), one = try startReading(device: 1)
+        for (bytes, device) in [("90 3C 64", 0), ("B0 01 20", 1), ("90 3C 50", 1), ("80 3C 00", 0), ("80 3C 00", 1)] {
+            try play(bytes, device: device)
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(dumpedBytes(zero.finish().out) == [0xB0, 0x01, 0x20, 0x90, 0x3C, 0x50, 0x80, 0x3C, 0x00])
+        #expect(dumpedBytes(one.finish().out) == [0x90, 0x3C, 0x64, 0x80, 0x3C, 0x00])
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
+    }
+
     @Test func clockTransportAndSystemMessagesKeepTheirOrder() throws {
         let (daemon, _) = try startForwarding(seconds: 40)
         let reader = try startReading(device: 1)
