@@ -43,7 +43,7 @@ private func measure(_ benchmark: Benchmark, router: Router, events: [MIDIEvent]
     benchmark.startMeasurement()
     for _ in benchmark.scaledIterations {
         for _ in 0..<batch {
-            router.dispatch(events[index]) { _, _ in delivered &+= 1 }
+            router.dispatch(events[index]) { _, _, _ in delivered &+= 1 }
             index = index == events.count - 1 ? 0 : index + 1
         }
     }

@@ -15,9 +15,9 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         let router = Router(graph: graph, heldCapacity: 64)
         for source in 0..<ids.count {
             router.dispatch(MIDIEvent(.noteOn(channel: UInt4(masking: 0), note: UInt7(masking: 60), velocity: UInt7(masking: 100)),
-                                      from: EndpointID(UInt16(source)), at: MonotonicInstant(nanoseconds: 0))) { _, _ in }
+                                      from: EndpointID(UInt16(source)), at: MonotonicInstant(nanoseconds: 0))) { _, _, _ in }
         }
-        router.releaseAll { _, _ in }
+        router.releaseAll { _, _, _ in }
     } catch {
         // YAML breaks lines at LF, CR and CRLF: counting both characters bounds the line count.
         let lines = text.utf8.reduce(1) { $0 + ($1 == 0x0A || $1 == 0x0D ? 1 : 0) }
