@@ -5,7 +5,6 @@ import Dispatch
 import Logging
 import MIDI
 import OSC
-import Routing
 import Transport
 
 /// An `osc:` endpoint: controllers send OSC to its UDP port; each route from it translates by its own `osc:`

@@ -1,5 +1,4 @@
 import MIDI
-import Routing
 
 /// An accelerometer stream turned into an activity level 0-127 (the MIA idea without a custom app).
 ///

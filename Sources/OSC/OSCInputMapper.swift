@@ -1,5 +1,4 @@
 import MIDI
-import Routing
 
 /// What an input mapper did with one OSC message.
 public enum OSCMapOutcome: Hashable, Sendable {

@@ -1,4 +1,3 @@
-import Routing
 
 // Matching addresses against `<n>` templates and building addresses back from captures.
 //

@@ -1,5 +1,7 @@
 import Foundation
 import MIDI
+import OSC
+import Routing
 import Yams
 
 /// A `from:` or `to:` entry naming an endpoint, checked once every file's endpoints are known.

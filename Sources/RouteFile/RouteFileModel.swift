@@ -1,4 +1,6 @@
 import MIDI
+import OSC
+import Routing
 
 /// What an endpoint declared in a route file is.
 public enum EndpointKind: Hashable, Sendable {

@@ -1,5 +1,7 @@
 import Foundation
 import MIDI
+import OSC
+import Routing
 import Transport
 import Yams
 

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import MIDI
 import Yams
 
 /// The RTP-MIDI network session a route file's `session:` block declares.

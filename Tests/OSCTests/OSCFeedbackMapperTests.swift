@@ -1,7 +1,6 @@
 import MIDI
 import MIDITestSupport
 import OSC
-import Routing
 import Testing
 
 /// Everything `message` makes the feedback mapper send.

@@ -1,7 +1,6 @@
 import MIDI
 import MIDITestSupport
 import OSC
-import Routing
 import Testing
 
 let here = SourceLocation(file: "test.yaml", line: 1, column: 1)

@@ -1,5 +1,4 @@
 import OSC
-import Routing
 import Testing
 
 /// Templates built from pieces, as the route-file reader builds them.

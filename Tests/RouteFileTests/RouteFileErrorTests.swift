@@ -1,4 +1,5 @@
-import Routing
+import MIDI
+import RouteFile
 import Testing
 
 /// The mistakes `yaml` holds, as `line:column: message`, when parsed as `r.yaml`.

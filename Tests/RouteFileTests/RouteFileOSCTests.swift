@@ -1,5 +1,6 @@
 import Foundation
-import Routing
+import OSC
+import RouteFile
 import Testing
 import Transport
 
