@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "ALSA", targets: ["ALSA"]),
         .library(name: "OSC", targets: ["OSC"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
+        .library(name: "Jam", targets: ["Jam"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -24,6 +25,8 @@ let package = Package(
         // Route files (YAML) -> compiled route graph -> router. Reads route files and checks the songs and
         // recording paths they name; no other I/O, no clock (of Transport, only its address types).
         .target(name: "Routing", dependencies: ["MIDI", "Transport", .product(name: "Yams", package: "Yams")]),
+        // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
+        .target(name: "Jam", dependencies: ["MIDI"]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -55,6 +58,7 @@ let package = Package(
         .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "Transport", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
+        .testTarget(name: "JamTests", dependencies: ["Jam", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Routing", "Transport", "MIDITestSupport"]),
