@@ -5,25 +5,25 @@ import MIDI
 /// Each tick's time (the master's intended time when the transport carries one, else its arrival) goes
 /// through a second-order delay-locked loop (F. Adriaensen, "Using a DLL to filter time", LAC 2005): the
 /// loop predicts the next tick, and the error e between that prediction and the tick corrects the phase by
-/// b·e and the period by c·e, with ω = 2π·`bandwidth`·period, b = √2·ω, c = ω² (damping 0.707). After a
-/// seed the gains start at those of a least-squares line through the ticks so far (the second tick sets the
-/// period exactly) and fall until they reach the loop's, which takes about 0.45 s / `bandwidth`.
+/// b·e and the period by c·e, with ω = 2π·`bandwidth`/24 (the bandwidth per beat, over 24 ticks a beat),
+/// b = √2·ω, c = ω² (damping 0.707). The bandwidth follows the tempo (1 Hz at 120 BPM), so the loop settles
+/// in the same number of beats at any tempo. After a seed the gains start at those of a least-squares line
+/// through the ticks so far (the second tick sets the period exactly) and fall until they reach the loop's,
+/// after 22 ticks.
 ///
-/// Once locked, the loop knows its usual error (the mean |e|). A tick more than 3/4 of a period late,
-/// where 4× that error is under a quarter period, counts the ticks before it as lost (up to `maxLostRun`),
-/// so the timeline keeps its place; if the next tick is late again, nothing was lost: the tempo fell, and
-/// the count is undone. The loop is seeded again after a longer gap, on a tempo jump (two ticks in a row
-/// on the same side further off than 4× the usual error and 1 ms), and when ticks switch between intended
-/// and arrival times. Ticks beyond a burst of 4 at the fastest tempo's rate (a clock storm) are dropped.
-/// Clock while stopped keeps the tempo; Start's (or Continue's) first tick becomes the song's tick 0 (or
-/// the song position's).
+/// Once locked, the loop knows its usual error (the mean |e|). A tick more than 3/4 of a period late, where
+/// 4× that error is under a quarter period, counts the ticks before it as lost, so the timeline keeps its
+/// place, until a tick on time confirms it; if the next tick is late by more than half a period instead (or
+/// by the same whole periods a third time in a row), nothing was lost: the tempo fell, and the count is undone. The loop is seeded again after `silenceLimit` without a tick, on a tempo jump
+/// (two ticks in a row on the same side further off than 4× the usual error and 1 ms), and when ticks switch
+/// between intended and arrival times. Ticks beyond a burst of 4 at the fastest tempo's rate (a clock storm)
+/// are dropped. Clock while stopped keeps the tempo; Start's (or Continue's) first tick becomes the song's
+/// tick 0 (or the song position's).
 public struct ClockFollower: BeatTimeline, Sendable {
     /// The tempos followed, in quarter notes a minute: wider than any device's, so none is clamped.
     public static let tempoRange: ClosedRange<Double> = 10...600
-    /// The loop's bandwidth in Hz.
-    public static let bandwidth = 1.0
-    /// Consecutive lost ticks the follower bridges; a longer gap seeds the loop again.
-    public static let maxLostRun = 3
+    /// The loop's bandwidth in cycles per beat: 1 Hz at 120 BPM.
+    public static let bandwidth = 0.5
     /// Nanoseconds without a tick after which a running clock counts as silent (its master gone).
     public static let silenceLimit: UInt64 = 1_000_000_000
     /// Intended times further than this (nanoseconds) from the arrival are not believed: the arrival is used.
@@ -86,8 +86,12 @@ public struct ClockFollower: BeatTimeline, Sendable {
     private var noiseSamples = 0
     /// The sign of the last error beyond the jump threshold, 0 if the last was within it.
     private var outlierSign = 0.0
-    /// Ticks the last tick counted as lost, until the next confirms it.
+    /// Ticks counted as lost by the last ticks, which came whole periods late, until one on time confirms them;
+    /// and how many such ticks came in a row.
     private var unconfirmedLoss = 0
+    private var lateRuns = 0
+    /// The ticks the last late tick stood for.
+    private var lateElapsed = 1
 
     public init() {}
 
@@ -173,6 +177,7 @@ public struct ClockFollower: BeatTimeline, Sendable {
         if case .armed(let first) = state {
             tick = first
             unconfirmedLoss = 0
+            lateRuns = 0
             state = .running
         }
     }
@@ -217,29 +222,28 @@ public struct ClockFollower: BeatTimeline, Sendable {
         samples = 1
         outlierSign = 0
         unconfirmedLoss = 0
+        lateRuns = 0
     }
 
     /// Moves the loop on to a tick at `time`.
     private mutating func follow(_ time: Double) {
-        let locked = samples > lockInSamples && noiseSamples >= 8
-        let threshold = locked ? max(Self.jumpFactor * noise, Self.jumpFloor) : Double.infinity
+        let threshold = noiseSamples >= 8 ? max(Self.jumpFactor * noise, Self.jumpFloor) : Double.infinity
         let lateness = time - (filtered + period)
-        var elapsed = 1
-        if unconfirmedLoss > 0 {
-            // The tick after one that came a period late: on time, the ticks between were lost; late again,
-            // the tempo fell and nothing was.
-            guard abs(lateness) <= threshold else {
-                tick -= unconfirmedLoss
-                return seed(at: time, tick: tick + 1)
-            }
+        let late = samples >= 3 && threshold < period / 4 && lateness > 0.75 * period
+        let elapsed = late ? 1 + Int(lateness / period + 0.25) : 1
+        if unconfirmedLoss > 0, !late || (elapsed == lateElapsed && lateRuns >= 2) {
+            // After ticks that came whole periods late: on time, the ticks between were lost; late by more than
+            // half a period, or by the same whole periods a third time in a row, the tempo fell and nothing was.
+            guard lateness <= period / 2 else { return seed(at: time, tick: tick - unconfirmedLoss + 1) }
             counters.lostTicks += unconfirmedLoss
             unconfirmedLoss = 0
-        } else if locked, outlierSign == 0, threshold < period / 4, lateness > 0.75 * period {
-            elapsed = 1 + Int(lateness / period + 0.25)
-            guard elapsed <= Self.maxLostRun + 1 else { return seed(at: time, tick: tick + 1) }
-            unconfirmedLoss = elapsed - 1
-        } else if time - filtered > Double(Self.silenceLimit) {
-            return seed(at: time, tick: tick + 1)
+            lateRuns = 0
+        }
+        if time - filtered > Double(Self.silenceLimit) { return seed(at: time, tick: tick + 1) }
+        if late {
+            lateRuns = elapsed == lateElapsed ? lateRuns + 1 : 1
+            lateElapsed = elapsed
+            unconfirmedLoss += elapsed - 1
         }
         let predicted = filtered + Double(elapsed) * period
         let error = time - predicted
@@ -249,11 +253,11 @@ public struct ClockFollower: BeatTimeline, Sendable {
         period = min(max(period + c * error / Double(elapsed), Self.minPeriod), Self.maxPeriod)
         hasPeriod = true
         tick += elapsed
-        guard samples > lockInSamples else { return }
+        guard samples > Self.lockInSamples else { return }
         if abs(error) > threshold {
             // Two ticks in a row far off on the same side: the tempo jumped.
             let sign: Double = error > 0 ? 1 : -1
-            if sign == outlierSign { return seed(at: time, tick: tick) }
+            if sign == outlierSign { return seed(at: time, tick: tick - unconfirmedLoss) }
             outlierSign = sign
         } else {
             outlierSign = 0
@@ -264,16 +268,17 @@ public struct ClockFollower: BeatTimeline, Sendable {
 
     /// The loop's gains for the current sample: a least-squares fit's while they are larger, then the DLL's.
     private var gains: (b: Double, c: Double) {
-        let omega = 2 * Double.pi * Self.bandwidth * period / 1e9
-        let loop = (b: 2.0.squareRoot() * omega, c: omega * omega)
         let n = Double(samples)
         let fit = (b: 2 * (2 * n - 1) / (n * (n + 1)), c: 6 / (n * (n + 1)))
-        return fit.b > loop.b ? fit : loop
+        return fit.b > Self.loop.b ? fit : Self.loop
     }
 
-    /// Samples after which the least-squares gains have fallen to the loop's at the current period.
-    private var lockInSamples: Int {
-        let omega = 2 * Double.pi * Self.bandwidth * period / 1e9
-        return Int((4 / (2.0.squareRoot() * omega)).rounded(.up))
-    }
+    /// The loop's gains: ω = 2π·bandwidth per tick.
+    private static let loop: (b: Double, c: Double) = {
+        let omega = 2 * Double.pi * bandwidth / Double(MIDIClock.ticksPerBeat)
+        return (2.0.squareRoot() * omega, omega * omega)
+    }()
+
+    /// Samples after which the least-squares gains have fallen to the loop's (about 4 / b: 22).
+    private static let lockInSamples = Int((4 / loop.b).rounded(.up))
 }
