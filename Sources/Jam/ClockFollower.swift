@@ -33,7 +33,7 @@ public struct ClockFollower: BeatTimeline, Sendable {
     public struct Counters: Equatable, Sendable {
         /// Ticks received.
         public var ticks = 0
-        /// Ticks closer than half a 600 BPM period to the one before (a clock storm), dropped.
+        /// Ticks beyond a burst of 4 at the fastest tempo's rate (a clock storm), dropped.
         public var excessTicks = 0
         /// Ticks inferred lost from the time the next one came.
         public var lostTicks = 0

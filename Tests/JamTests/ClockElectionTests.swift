@@ -156,6 +156,11 @@ import Testing
         #expect(verdict.change?.description == "clock master: Mac (peer 7) (started the rhythm); this instance is follower")
     }
 
+    @Test func transportMessagesAreCommandsAndClockIsNot() {
+        let messages: [MIDIMessage] = [.start, .stop, .continue, .songPosition(UInt14(masking: 9)), .timingClock, noteOn(0, 60)]
+        #expect(messages.map(TransportCommand.init) == [.start, .stop, .continue, .songPosition, nil, nil])
+    }
+
     @Test func everyChangeIsOneLogLine() {
         let a = ClockSource.local("drums"), b = ClockSource.peer(ssrc: 0xC0FFEE, name: "Mike’s Mac")
         let lines = [
