@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "ALSA", targets: ["ALSA"]),
         .library(name: "OSC", targets: ["OSC"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
+        .library(name: "Jam", targets: ["Jam"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -29,6 +30,8 @@ let package = Package(
         // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; later Jam and Drums).
         .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport",
                                                   .product(name: "Yams", package: "Yams")]),
+        // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
+        .target(name: "Jam", dependencies: ["MIDI"]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -62,6 +65,7 @@ let package = Package(
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
         .testTarget(name: "RouteFileTests", dependencies: ["MIDI", "Routing", "RouteFile", "OSC", "Transport", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
+        .testTarget(name: "JamTests", dependencies: ["Jam", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Transport", "MIDITestSupport"]),

@@ -1,0 +1,176 @@
+import MIDI
+
+/// A song's timeline: when each tick of the 24-ppq grid falls, for the drum sequencer to play from.
+public protocol BeatTimeline {
+    /// When tick `tick` (ticks since the song's start, fractions allowed) falls; nil while no song runs.
+    func time(atTick tick: Double) -> MonotonicInstant?
+}
+
+extension BeatTimeline {
+    /// When quarter note `beat` (0 is the downbeat the song started on) falls; nil while no song runs.
+    public func beatTime(of beat: Double) -> MonotonicInstant? { time(atTick: beat * Double(MIDIClock.ticksPerBeat)) }
+}
+
+/// The master's MIDI clock: Start, Stop, Continue, song position and 24-ppq ticks, computed ahead of time.
+///
+/// A pure lookahead scheduler: the engine calls `ticks(until: now + lookahead)` and hands what comes out to
+/// outputs with its timestamps. Tick k falls at anchor time + (k - anchor tick) × period, the anchor being
+/// the start or the beat where the tempo last changed: computed, never summed, so nothing drifts. Messages
+/// come out in time order: a transport message is never due before a tick already handed out.
+public struct ClockGenerator: BeatTimeline, Sendable {
+    /// The tempos the generator plays, in quarter notes a minute; requests outside are clamped.
+    public static let tempoRange: ClosedRange<Double> = 20...300
+
+    /// What was refused or changed, for status and logs.
+    public struct Counters: Equatable, Sendable {
+        /// Tempo requests that were not a positive number.
+        public var refusedTempos = 0
+        /// Tempo requests outside `tempoRange`, clamped into it.
+        public var clampedTempos = 0
+        /// Song positions set while running or past 16383 sixteenths, and Continues while running.
+        public var refusedCommands = 0
+    }
+
+    /// The tempo ticks are being sent at.
+    public private(set) var tempo: Double
+    /// A tempo change waiting for the next beat.
+    public private(set) var pendingTempo: Double?
+    /// True between a Start or Continue and a Stop.
+    public private(set) var isRunning = false
+    /// The next tick to send, in ticks since the song's start: where a Stop leaves the song.
+    public private(set) var position = 0
+    public private(set) var counters = Counters()
+
+    private var period: Double
+    private var anchorTick = 0
+    private var anchorTime = MonotonicInstant(nanoseconds: 0)
+    /// The beat a pending tempo takes effect on.
+    private var pendingBeatTick = 0
+    /// The time of the last message handed out: nothing later may be due before it.
+    private var lastScheduled = MonotonicInstant(nanoseconds: 0)
+
+    /// A stopped generator at `tempo` (clamped into `tempoRange`; 120 if not a positive number).
+    public init(tempo: Double = 120) {
+        let taken = tempo.isFinite && tempo > 0 ? min(max(tempo, Self.tempoRange.lowerBound), Self.tempoRange.upperBound) : 120
+        self.tempo = taken
+        period = MIDIClock.tickPeriod(bpm: taken)
+    }
+
+    /// Sets the tempo: at once while stopped, from the next beat not yet handed out while running. Returns the
+    /// tempo taken (clamped into `tempoRange`, counted), or nil if `bpm` is not a positive number (counted).
+    @discardableResult
+    public mutating func setTempo(_ bpm: Double) -> Double? {
+        guard bpm.isFinite, bpm > 0 else {
+            counters.refusedTempos += 1
+            return nil
+        }
+        let taken = min(max(bpm, Self.tempoRange.lowerBound), Self.tempoRange.upperBound)
+        if taken != bpm { counters.clampedTempos += 1 }
+        if isRunning {
+            pendingTempo = taken
+            pendingBeatTick = (position + MIDIClock.ticksPerBeat - 1) / MIDIClock.ticksPerBeat * MIDIClock.ticksPerBeat
+        } else {
+            tempo = taken
+            period = MIDIClock.tickPeriod(bpm: taken)
+        }
+        return taken
+    }
+
+    /// Starts the song from its beginning: Start, and the first tick (the downbeat) at the same instant.
+    /// A Start while running restarts the song.
+    public mutating func start(at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
+        applyPendingTempo()
+        position = 0
+        run(from: schedule(.start, at: time, emit: emit))
+    }
+
+    /// Resumes the song where it stopped (or was located), from the next sixteenth: the song position, Continue,
+    /// and that sixteenth's first tick, all at `time`. Refused (counted) while running.
+    public mutating func `continue`(at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
+        guard !isRunning else {
+            counters.refusedCommands += 1
+            return
+        }
+        let sixteenths = (position + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
+        // A song position has 14 bits: past 16384 sixteenths (1024 bars of 4/4) it wraps, which keeps the bar.
+        let wrapped = sixteenths % 0x4000
+        position = wrapped * MIDIClock.ticksPerSixteenth
+        let due = schedule(.songPosition(UInt14(masking: UInt16(wrapped))), at: time, emit: emit)
+        run(from: schedule(.continue, at: due, emit: emit))
+    }
+
+    /// Moves the stopped song to `sixteenths` (0...16383) for the next Continue; refused (counted) while
+    /// running or out of range.
+    @discardableResult
+    public mutating func locate(sixteenths: Int) -> Bool {
+        guard !isRunning, (0...0x3FFF).contains(sixteenths) else {
+            counters.refusedCommands += 1
+            return false
+        }
+        position = sixteenths * MIDIClock.ticksPerSixteenth
+        return true
+    }
+
+    /// Stops the song: Stop at `time` (or after the last tick handed out), and no tick after it.
+    public mutating func stop(at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
+        guard isRunning else { return }
+        isRunning = false
+        applyPendingTempo()
+        _ = schedule(.stop, at: time, emit: emit)
+    }
+
+    /// Hands out every tick due before `horizon`, in order.
+    public mutating func ticks(until horizon: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
+        while isRunning {
+            if pendingTempo != nil, position == pendingBeatTick { applyPendingTempo() }
+            let due = tickTime(position)
+            guard due < horizon else { return }
+            _ = schedule(.timingClock, at: due, emit: emit)
+            position += 1
+        }
+    }
+
+    /// When the next tick is due; nil while stopped.
+    public var nextTickTime: MonotonicInstant? { isRunning ? time(atTick: Double(position)) : nil }
+
+    public func time(atTick tick: Double) -> MonotonicInstant? {
+        guard isRunning else { return nil }
+        if let pending = pendingTempo, tick >= Double(pendingBeatTick) {
+            let beatTime = tickTime(pendingBeatTick)
+            return MonotonicInstant((tick - Double(pendingBeatTick)) * MIDIClock.tickPeriod(bpm: pending), after: beatTime)
+        }
+        return MonotonicInstant((tick - Double(anchorTick)) * period, after: anchorTime)
+    }
+
+    /// Tick `tick`'s time at the current tempo.
+    private func tickTime(_ tick: Int) -> MonotonicInstant {
+        MonotonicInstant(Double(tick - anchorTick) * period, after: anchorTime)
+    }
+
+    /// Runs from `position`, its first tick at `time`.
+    private mutating func run(from time: MonotonicInstant) {
+        isRunning = true
+        anchorTick = position
+        anchorTime = time
+    }
+
+    /// Makes a pending tempo the tempo, anchored at the current position's time.
+    private mutating func applyPendingTempo() {
+        guard let pending = pendingTempo else { return }
+        if isRunning {
+            anchorTime = tickTime(position)
+            anchorTick = position
+        }
+        tempo = pending
+        period = MIDIClock.tickPeriod(bpm: pending)
+        pendingTempo = nil
+    }
+
+    /// Hands out `message` at `time`, or at the last time handed out if that is later; returns when it is due.
+    private mutating func schedule(_ message: MIDIMessage, at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) -> MonotonicInstant {
+        let due = max(time, lastScheduled)
+        lastScheduled = due
+        emit(ScheduledMessage(message, at: due))
+        return due
+    }
+}
