@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "jambridge", targets: ["jambridge"]),
         .library(name: "MIDI", targets: ["MIDI"]),
         .library(name: "Routing", targets: ["Routing"]),
+        .library(name: "RouteFile", targets: ["RouteFile"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "RTPMIDI", targets: ["RTPMIDI"]),
         .library(name: "ALSA", targets: ["ALSA"]),
@@ -21,9 +22,12 @@ let package = Package(
     targets: [
         // The MIDI 1.0 model, byte-stream parser/encoder and Standard MIDI Files. Stdlib only.
         .target(name: "MIDI"),
-        // Route files (YAML) -> compiled route graph -> router. Reads route files and checks the songs and
-        // recording paths they name; no other I/O, no clock (of Transport, only its address types).
-        .target(name: "Routing", dependencies: ["MIDI", "Transport", .product(name: "Yams", package: "Yams")]),
+        // The route graph, its stages and the router that never leaves a note hanging. No I/O, no clock.
+        .target(name: "Routing", dependencies: ["MIDI"]),
+        // The route-file language: reading YAML (the only module that does), located mistakes, the model of
+        // every block, and the routes compiled for Routing. Reads route files and checks the songs and recording
+        // paths they name; no other I/O, no clock (of Transport, only its address types).
+        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "Transport", .product(name: "Yams", package: "Yams")]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -35,30 +39,31 @@ let package = Package(
         // liblo's message codec (Debian liblo-dev); jambridge owns its UDP sockets.
         .systemLibrary(name: "CLiblo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
         // OSC endpoints: packets <-> messages, UDP sockets, address-to-MIDI mapping both ways, motion -> activity.
-        .target(name: "OSC", dependencies: ["CLiblo", "MIDI", "Routing", "Transport"]),
+        .target(name: "OSC", dependencies: ["CLiblo", "MIDI", "RouteFile", "Transport"]),
         // The avahi dns_sd compatibility library (Debian libavahi-compat-libdnssd-dev).
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC",
+            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
-            "JamBridge",
+            "JamBridge", "RouteFile",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Seeded random MIDI for the property tests of several test targets.
         .target(name: "MIDITestSupport", dependencies: ["MIDI"], path: "Tests/MIDITestSupport"),
         .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
-        .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "Transport", "MIDITestSupport"]),
+        .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
+        .testTarget(name: "RouteFileTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
-        .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Routing", "Transport", "MIDITestSupport"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "Transport", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
+        .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "RouteFile", "Transport", "MIDITestSupport"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

@@ -23,6 +23,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MIDI", package: "jambridge"),
                 .product(name: "Routing", package: "jambridge"),
+                .product(name: "RouteFile", package: "jambridge"),
             ],
             path: "Benchmarks/RouterBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

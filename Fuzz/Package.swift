@@ -13,7 +13,8 @@ let package = Package(
         .executableTarget(name: "FuzzMIDIParser", dependencies: ["FuzzSupport", .product(name: "MIDI", package: "jambridge")]),
         .executableTarget(name: "FuzzStandardMIDIFile", dependencies: ["FuzzSupport", .product(name: "MIDI", package: "jambridge")]),
         .executableTarget(name: "FuzzRouteFile", dependencies: [
-            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RouteFile", package: "jambridge"),
+            .product(name: "Routing", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzSessionPacket", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),
@@ -28,7 +29,7 @@ let package = Package(
         ]),
         .executableTarget(name: "FuzzOSCPacket", dependencies: ["FuzzSupport", .product(name: "OSC", package: "jambridge")]),
         .executableTarget(name: "FuzzOSCMapping", dependencies: [
-            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RouteFile", package: "jambridge"),
             .product(name: "OSC", package: "jambridge"),
         ]),
     ],

@@ -2,7 +2,7 @@ import ALSA
 import Dispatch
 import Logging
 import MIDI
-import Routing
+import RouteFile
 
 /// jambridge's ALSA sequencer client and its `alsa:` endpoints. Each endpoint is one port of
 /// the client: created ports (`alsa: { create: NAME }`) wait for others to connect; the ports

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import MIDI
 import OSC
+import RouteFile
 import Routing
 import RTPMIDI
 

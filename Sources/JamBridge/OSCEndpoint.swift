@@ -5,7 +5,7 @@ import Dispatch
 import Logging
 import MIDI
 import OSC
-import Routing
+import RouteFile
 import Transport
 
 /// An `osc:` endpoint: controllers send OSC to its UDP port; each route from it translates by its own `osc:`

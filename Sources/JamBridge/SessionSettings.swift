@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import MIDI
-import Routing
+import RouteFile
 import RTPMIDI
 import Transport
 

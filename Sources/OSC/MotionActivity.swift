@@ -1,5 +1,5 @@
 import MIDI
-import Routing
+import RouteFile
 
 /// An accelerometer stream turned into an activity level 0-127 (the MIA idea without a custom app).
 ///

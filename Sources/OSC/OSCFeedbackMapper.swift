@@ -1,5 +1,5 @@
 import MIDI
-import Routing
+import RouteFile
 
 /// Turns MIDI back into OSC for one OSC endpoint (controller feedback), by the inverse of every `osc:` entry on
 /// the routes from or to it, and keeps the last message per address as the state a controller is sent when it

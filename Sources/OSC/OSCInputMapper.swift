@@ -1,5 +1,5 @@
 import MIDI
-import Routing
+import RouteFile
 
 /// What an input mapper did with one OSC message.
 public enum OSCMapOutcome: Hashable, Sendable {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Routing
+import RouteFile
 
 /// An `OSCControlMapping`'s value curve both ways: input range -> position 0...1 -> exponent -> output range,
 /// and back for feedback. Every parameter is sanitized once, so no input can produce NaN.

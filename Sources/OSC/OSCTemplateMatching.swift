@@ -1,4 +1,4 @@
-import Routing
+import RouteFile
 
 // Matching addresses against `<n>` templates and building addresses back from captures.
 //

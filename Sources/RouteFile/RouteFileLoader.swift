@@ -1,5 +1,6 @@
 import Foundation
 import MIDI
+import Routing
 import Yams
 
 /// A `from:` or `to:` entry naming an endpoint, checked once every file's endpoints are known.

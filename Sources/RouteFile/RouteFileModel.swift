@@ -1,4 +1,5 @@
 import MIDI
+import Routing
 
 /// What an endpoint declared in a route file is.
 public enum EndpointKind: Hashable, Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import MIDI
+import Routing
 import Yams
 
 /// The readers of a route's stage keys: each checks its value and returns what the stage needs.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import JamBridge
 import Logging
-import Routing
+import RouteFile
 
 /// `jambridge`: bridges MIDI hardware, network sessions and OSC into a jam, by route files.
 @main

@@ -1,7 +1,7 @@
 import MIDI
 import MIDITestSupport
 import OSC
-import Routing
+import RouteFile
 import Testing
 
 /// A feedback mapper for `/1/fader<n:1-8>` as controllers 21-28, with the MIDI-over-OSC family.

@@ -4,7 +4,7 @@ import Glibc
 import MIDI
 import MIDITestSupport
 import OSC
-import Routing
+import RouteFile
 import Testing
 
 /// A phone's accelerometer stream, generated: gravity on z, sensor noise on every axis, and shaking as a sine

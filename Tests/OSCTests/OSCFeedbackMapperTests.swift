@@ -1,7 +1,7 @@
 import MIDI
 import MIDITestSupport
 import OSC
-import Routing
+import RouteFile
 import Testing
 
 /// Everything `message` makes the feedback mapper send.

@@ -1,7 +1,7 @@
 import MIDI
 import MIDITestSupport
 import OSC
-import Routing
+import RouteFile
 import Testing
 
 let here = SourceLocation(file: "test.yaml", line: 1, column: 1)

@@ -1,5 +1,5 @@
 import OSC
-import Routing
+import RouteFile
 import Testing
 
 /// Templates built from pieces, as the route-file reader builds them.

@@ -1,6 +1,6 @@
 import Foundation
 import MIDI
-import Routing
+import RouteFile
 import Testing
 
 /// The mistakes `load` reports for `files`, as `file:line:column: message`.

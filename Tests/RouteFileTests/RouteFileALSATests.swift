@@ -1,5 +1,5 @@
 import Foundation
-import Routing
+import RouteFile
 import Testing
 
 /// The kind of the only endpoint of `endpoints:\n  x: { alsa: VALUE }`, VALUE written as `value`.
@@ -129,7 +129,7 @@ private func alsaKind(_ value: String) throws -> EndpointKind? {
         let block = try write("# the rack\nalsa:\n  client: rack\n", to: "b.yaml", in: directory)
         let configuration = try RouteConfiguration.load(files: [endpoints, block])
         #expect(configuration.alsa == ALSADeclaration(
-            client: "rack", location: Routing.SourceLocation(file: block, line: 2, column: 1)))
+            client: "rack", location: RouteFile.SourceLocation(file: block, line: 2, column: 1)))
     }
 
     // MARK: - Mistakes in the alsa block

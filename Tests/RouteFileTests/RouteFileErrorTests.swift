@@ -1,4 +1,4 @@
-import Routing
+import RouteFile
 import Testing
 
 /// The mistakes `yaml` holds, as `line:column: message`, when parsed as `r.yaml`.

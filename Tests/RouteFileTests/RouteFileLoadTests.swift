@@ -1,6 +1,6 @@
 import Foundation
 import MIDI
-import Routing
+import RouteFile
 import Testing
 
 /// The repository's `routes/` directory, found from this file's path.

@@ -1,5 +1,5 @@
 import Foundation
-import Routing
+import RouteFile
 import Testing
 import Transport
 

@@ -1,5 +1,5 @@
 import Foundation
-import Routing
+import RouteFile
 import Testing
 
 @Suite struct RouteFileSessionTests {
@@ -123,9 +123,9 @@ import Testing
         let session = try write("session:\n  name: Rack\n", to: "b.yaml", in: directory)
         let configuration = try RouteConfiguration.load(files: [routes, session])
         #expect(configuration.session == SessionDeclaration(
-            name: "Rack", location: Routing.SourceLocation(file: session, line: 1, column: 1)))
+            name: "Rack", location: RouteFile.SourceLocation(file: session, line: 1, column: 1)))
         #expect(configuration.endpoints.filter { $0.kind == .session }.map(\.location)
-            == [Routing.SourceLocation(file: routes, line: 4, column: 11)])
+            == [RouteFile.SourceLocation(file: routes, line: 4, column: 11)])
     }
 
     @Test func peerEndpoints() throws {

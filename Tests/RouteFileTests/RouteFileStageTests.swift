@@ -1,4 +1,5 @@
 import MIDI
+import RouteFile
 import Routing
 import Testing
 

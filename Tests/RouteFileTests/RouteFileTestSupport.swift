@@ -1,6 +1,6 @@
 import Foundation
 import MIDI
-import Routing
+import RouteFile
 
 // Helpers the route-file test suites share.
 
@@ -20,8 +20,8 @@ func locatedMistakes(_ yaml: String) -> [String] {
 }
 
 /// A location in `r.yaml`.
-func at(_ line: Int, _ column: Int) -> Routing.SourceLocation {
-    Routing.SourceLocation(file: "r.yaml", line: line, column: column)
+func at(_ line: Int, _ column: Int) -> RouteFile.SourceLocation {
+    RouteFile.SourceLocation(file: "r.yaml", line: line, column: column)
 }
 
 /// A fresh directory for one test's route files.

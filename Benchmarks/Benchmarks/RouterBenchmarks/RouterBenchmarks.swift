@@ -1,5 +1,6 @@
 import Benchmark
 import MIDI
+import RouteFile
 import Routing
 
 /// Events cycling through a realistic mix: note-on, CC, pitch bend, note-off on a few channels.

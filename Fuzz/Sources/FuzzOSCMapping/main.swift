@@ -24,7 +24,7 @@
 import FuzzSupport
 import MIDI
 import OSC
-import Routing
+import RouteFile
 
 /// The input's bytes, read in order; 0 past the end.
 struct Script {

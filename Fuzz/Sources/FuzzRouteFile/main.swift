@@ -2,6 +2,7 @@
 // at least one error, each with a position inside the text.
 import FuzzSupport
 import MIDI
+import RouteFile
 import Routing
 
 @_cdecl("LLVMFuzzerTestOneInput")
