@@ -47,4 +47,10 @@ final class OSCPart: Part {
     }
 
     var status: String { "\(name): OSC on \(settings.listenHost):\(settings.listenPort)" }
+
+    /// Returns once the port is free (the engine closed it when it stopped the endpoint's sink), so an endpoint
+    /// made again can listen there.
+    func stop() {
+        endpoint.waitUntilClosed()
+    }
 }
