@@ -44,7 +44,8 @@ let package = Package(
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
-        // Assembly: endpoints from the config, engine loop, lifecycle, logging.
+        // The daemon: its parts (one lifecycle for every kind: ALSA client, session, OSC endpoint, song, recorder),
+        // the engine, signals, logging.
         .target(name: "JamBridge", dependencies: [
             "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC",
             .product(name: "Logging", package: "swift-log"),
