@@ -18,7 +18,9 @@ final class SessionPart: Part {
 
     init(_ declaration: SessionDeclaration, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         logger = context.logger
-        settings = Self.settings(declaration, in: configuration, logger: logger)
+        let problems: [String]
+        (settings, problems) = Self.settings(declaration, in: configuration)
+        for problem in problems { logger.error("\(problem)") }
         do {
             network = try NetworkSession(settings: settings, logger: logger)
         } catch {
@@ -28,23 +30,24 @@ final class SessionPart: Part {
         updateSinks(configuration)
     }
 
-    /// The settings `declaration` gives, with `configuration`'s `peer:` globs (for `accept: listed`); invitations
-    /// that do not resolve are logged.
-    private static func settings(_ declaration: SessionDeclaration, in configuration: RouteConfiguration,
-                                 logger: Logger) -> SessionSettings {
+    /// The settings `declaration` gives, with `configuration`'s `peer:` globs (for `accept: listed`), and the
+    /// invitations that do not resolve.
+    private static func settings(_ declaration: SessionDeclaration,
+                                 in configuration: RouteConfiguration) -> (SessionSettings, problems: [String]) {
         var problems: [String] = []
         let settings = SessionSettings(declaration, peerGlobs: configuration.endpoints.compactMap {
             if case .peer(let glob) = $0.kind { glob } else { nil }
         }, problems: &problems)
-        for problem in problems { logger.error("\(problem)") }
-        return settings
+        return (settings, problems)
     }
 
     var endpoints: [String: RunningEndpoint] { sinks.mapValues { RunningEndpoint(sink: $0.sink) } }
 
     /// Keeps the session (and its peers) while its settings stay as they are.
     func apply(_ declaration: SessionDeclaration, in configuration: RouteConfiguration) -> PartUpdate {
-        guard Self.settings(declaration, in: configuration, logger: logger) == settings else { return .replace }
+        let (new, problems) = Self.settings(declaration, in: configuration)
+        guard new == settings else { return .replace } // the session made again says what does not resolve
+        for problem in problems { logger.error("\(problem)") }
         updateSinks(configuration)
         return .applied
     }
