@@ -20,7 +20,7 @@ public protocol EventSink: AnyObject, Sendable {
     func atEndOfBatch(_ work: @escaping () -> Void) -> Bool
 }
 
-/// An endpoint that produces events (a file player; later ALSA ports, network peers, OSC).
+/// An endpoint that produces events (a file player, an OSC endpoint; ALSA ports and session peers come in through their clients).
 public protocol SourceEndpoint: AnyObject, Sendable {
     /// Starts producing events into `sink`, tagged with `id`.
     func start(id: EndpointID, sink: EventSink)

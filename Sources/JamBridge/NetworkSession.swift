@@ -164,7 +164,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         sink?.queue.sync { session.connectedPeers } ?? []
     }
 
-    /// Says goodbye to every peer (their held notes are released downstream) and closes the ports.
+    /// Says goodbye to every peer (their held notes are released downstream) and closes the ports; they are free
+    /// to be bound again when it returns.
     func stop() {
         guard let sink else {
             ports.close()
@@ -179,6 +180,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             let c = session.counters
             logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
         }
+        ports.waitUntilClosed()
         self.sink = nil
     }
 

@@ -123,6 +123,11 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back, \(counts.controllersRefused) senders beyond the \(Self.maximumControllers) controllers")
     }
 
+    /// Waits, off the engine's queue, until `close` has freed the port.
+    func waitUntilClosed() {
+        socket.waitUntilClosed()
+    }
+
     private func received(_ datagram: OSCSocket.Datagram, from sender: NetworkAddress) {
         guard !isStopped else { return }
         guard settings.accept.accepts(sender) else {

@@ -109,4 +109,10 @@ public final class OSCSocket: @unchecked Sendable {
         isClosed = true
         if let reader { reader.stop() } else { socket.close() }
     }
+
+    /// Waits, off the reading queue, until a `close` made on it has closed the socket (the reader thread closes
+    /// it as it ends), so that the port is free to be bound again.
+    public func waitUntilClosed() {
+        reader?.waitUntilEnded()
+    }
 }

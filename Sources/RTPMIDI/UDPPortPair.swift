@@ -103,4 +103,10 @@ public final class UDPPortPair: @unchecked Sendable {
             data.close()
         }
     }
+
+    /// Waits, off the reading queue, until a `close` made on it has closed the sockets (the reader thread closes
+    /// them as it ends), so that the ports are free to be bound again.
+    public func waitUntilClosed() {
+        reader?.waitUntilEnded()
+    }
 }

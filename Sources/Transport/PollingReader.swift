@@ -17,6 +17,8 @@ public final class PollingReader: Sendable {
     private let wake: Int32
     /// Shared with the thread.
     private let stopFlag = StopFlag()
+    /// Left by the thread as it ends, after `finished`.
+    private let ended = DispatchGroup()
 
     /// Starts a thread polling `descriptors` (each with the events to wait for) until `stop`.
     /// When some are ready it calls `ready` on `queue`, once per ready descriptor with its
@@ -30,8 +32,9 @@ public final class PollingReader: Sendable {
         self.queue = queue
         wake = pipeEnds[1]
         queue.setSpecific(key: onQueue, value: true)
+        ended.enter()
         let loop = Loop(fds: descriptors + [pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)],
-                        queue: queue, stopFlag: stopFlag, ready: ready, finished: finished)
+                        queue: queue, stopFlag: stopFlag, ready: ready, finished: finished, ended: ended)
         let context = Unmanaged.passRetained(loop).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(&thread, nil, { context in
@@ -40,6 +43,7 @@ public final class PollingReader: Sendable {
         }, context)
         guard started == 0 else {
             Unmanaged<Loop>.fromOpaque(context).release()
+            ended.leave()
             queue.setSpecific(key: onQueue, value: nil)
             Glibc.close(pipeEnds[0])
             Glibc.close(pipeEnds[1])
@@ -66,6 +70,12 @@ public final class PollingReader: Sendable {
         queue.setSpecific(key: onQueue, value: nil)
     }
 
+    /// Waits, off `queue`, for the thread to end (`finished` has run): after a `stop` on the queue, which cannot
+    /// wait, when its owner needs the descriptors closed (a port free to be bound again).
+    public func waitUntilEnded() {
+        ended.wait()
+    }
+
     private final class StopFlag: Sendable {
         let value = Atomic<Bool>(false)
         var isSet: Bool { value.load(ordering: .acquiring) }
@@ -78,14 +88,16 @@ public final class PollingReader: Sendable {
         let stopFlag: StopFlag
         let ready: (pollfd) -> Void
         let finished: @Sendable () -> Void
+        let ended: DispatchGroup
 
         init(fds: [pollfd], queue: DispatchQueue, stopFlag: StopFlag,
-             ready: @escaping (pollfd) -> Void, finished: @escaping @Sendable () -> Void) {
+             ready: @escaping (pollfd) -> Void, finished: @escaping @Sendable () -> Void, ended: DispatchGroup) {
             self.fds = fds
             self.queue = queue
             self.stopFlag = stopFlag
             self.ready = ready
             self.finished = finished
+            self.ended = ended
         }
 
         func run() {
@@ -105,6 +117,7 @@ public final class PollingReader: Sendable {
             }
             Glibc.close(fds[wakeIndex].fd)
             finished()
+            ended.leave()
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+@testable import JamBridge
 import MIDI
 import MIDITestSupport
 import Testing
@@ -247,5 +248,37 @@ private func startForwarding(seconds: Int) throws -> (JamBridgeProcess, URL) {
         let bridgeResult = bridge.finish(), peerResult = peerProcess.finish()
         #expect(bridgeResult.status == 0 && peerResult.status == 0, "\(bridgeResult.err)\n\(peerResult.err)")
         #expect(try recorded(dir.appendingPathComponent("take.mid")) == [noteOn(0, 60, 100), noteOff(0, 60, 0)], "\(peerResult.err)")
+    }
+}
+
+/// The lifecycle of the ALSA part (PartLifecycleTests has the other kinds): a daemon in this process starts from an
+/// empty configuration, keeps its client and ports through the same configuration, makes again only the port of an
+/// endpoint that changed (releasing the note held through it), and stops.
+@Suite(.serialized) struct PartLifecycleALSAIntegrationTests {
+    @Test func theClientKeepsItsPortsThroughTheSameConfigurationAndMakesAgainOnlyAChangedOne() throws {
+        let dir = try temporaryDirectory()
+        let routes = { (keys: String) in """
+            endpoints:
+              keys: { alsa: "\(keys)" }
+              synth: { alsa: "Virtual Raw MIDI 0-1" }
+              tape: { record: take.mid }
+            routes:
+              - { from: keys, to: tape }
+            """ }
+        let file = dir.appendingPathComponent("alsa.yaml").path
+        try routes("Virtual Raw MIDI 0-0").write(toFile: file, atomically: true, encoding: .utf8)
+        let daemon = try startedDaemon(file)
+        #expect(daemon.status().first == "ALSA client 'jambridge': ports keys, synth", "\(daemon.status())")
+        try waitForConnections(4) // both devices, both ways
+        try play("90 3C 64")
+        Thread.sleep(forTimeInterval: 2) // the VM is slow
+        #expect(try reload(daemon, file, with: routes("Virtual Raw MIDI 0-0")) == nothingRestarted)
+        #expect(try reload(daemon, file, with: routes("Virtual Raw MIDI 0-0:0")) == ReloadOutcome(started: ["keys"], stopped: ["keys"]))
+        try waitForConnections(4)
+        try play("90 3E 50")
+        Thread.sleep(forTimeInterval: 2)
+        _ = daemon.stop()
+        #expect(jambridgeClient(try connections()) == nil)
+        #expect(try recorded(dir.appendingPathComponent("take.mid")) == [noteOn(0, 60), noteOff(0, 60), noteOn(0, 62, 80), noteOff(0, 62)])
     }
 }

@@ -1,0 +1,31 @@
+import RouteFile
+
+/// A `record:` endpoint: what is routed to it recorded as a Standard MIDI File (`MIDIRecorder`), which claims its
+/// take when made.
+final class RecorderPart: Part {
+    private let declaration: EndpointDeclaration
+    private let recorder: MIDIRecorder
+
+    static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: Declared<String>)] {
+        configuration.endpoints { if case .recorder(let path) = $0 { path } else { nil } }
+    }
+
+    init(_ block: Declared<String>, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
+        declaration = block.declaration
+        do {
+            recorder = try MIDIRecorder(name: declaration.name, requested: block.settings, logger: context.logger)
+        } catch {
+            throw PartFailure(problem: "\(declaration.location): \(declaration.name): cannot record: \(error)",
+                              consequence: "this endpoint stays silent")
+        }
+    }
+
+    var endpoints: [String: RunningEndpoint] { [declaration.name: RunningEndpoint(sink: recorder)] }
+
+    /// Records on into the same take while its `record:` path stays as it is.
+    func apply(_ block: Declared<String>, in configuration: RouteConfiguration) -> PartUpdate {
+        block.declaration.kind == declaration.kind ? .applied : .replace
+    }
+
+    var status: String { "\(declaration.name): recording to \(recorder.path)" }
+}
