@@ -27,8 +27,8 @@ let package = Package(
         .target(name: "Routing", dependencies: ["MIDI"]),
         // The route-file language: reads route files (YAML, the only module that knows it), checks them with
         // located errors and the songs and recording paths they name, and makes each block's model, which
-        // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; later Jam and Drums).
-        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport",
+        // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; clock and activity: Jam; later Drums).
+        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam",
                                                   .product(name: "Yams", package: "Yams")]),
         // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
         .target(name: "Jam", dependencies: ["MIDI"]),
@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC",
+            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
@@ -63,13 +63,13 @@ let package = Package(
         .target(name: "MIDITestSupport", dependencies: ["MIDI"], path: "Tests/MIDITestSupport"),
         .testTarget(name: "MIDITests", dependencies: ["MIDI", "MIDITestSupport"]),
         .testTarget(name: "RoutingTests", dependencies: ["MIDI", "Routing", "MIDITestSupport"]),
-        .testTarget(name: "RouteFileTests", dependencies: ["MIDI", "Routing", "RouteFile", "OSC", "Transport", "MIDITestSupport"]),
+        .testTarget(name: "RouteFileTests", dependencies: ["MIDI", "Routing", "RouteFile", "OSC", "Transport", "Jam", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "JamTests", dependencies: ["Jam", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Transport", "MIDITestSupport"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "JamBridge", "MIDITestSupport"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Jam", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

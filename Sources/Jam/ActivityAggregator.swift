@@ -127,6 +127,11 @@ public struct ActivityAggregator<Player: Hashable & Sendable>: Sendable {
         levels[player] = Level(value: Double(level.value), heard: now)
     }
 
+    /// Each player's level at `now`, for status.
+    public func levels(at now: MonotonicInstant) -> [(player: Player, level: UInt7)] {
+        levels.map { ($0.key, UInt7(clamping: Int($0.value.value(at: now).rounded()))) }
+    }
+
     /// `player` left: its level no longer counts.
     public mutating func remove(_ player: Player) {
         levels[player] = nil

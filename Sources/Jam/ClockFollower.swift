@@ -187,6 +187,11 @@ public struct ClockFollower: BeatTimeline, Sendable {
         state == .running && now > lastArrival && now.nanoseconds - lastArrival.nanoseconds > Self.silenceLimit
     }
 
+    /// When `isSilent` becomes true if no tick comes; nil unless running.
+    public var silenceDeadline: MonotonicInstant? {
+        state == .running ? lastArrival.advanced(byNanoseconds: Self.silenceLimit + 1) : nil
+    }
+
     /// Where the song is at `now`, in ticks since its start (fractions between ticks); nil unless running.
     public func position(at now: MonotonicInstant) -> Double? {
         guard state == .running, hasPeriod, let origin else { return nil }

@@ -130,6 +130,11 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         }
     }
 
+    /// Where the song is at `now`, in ticks since its start (fractions between ticks); nil while stopped.
+    public func tick(at now: MonotonicInstant) -> Double? {
+        isRunning ? Double(anchorTick) + now.nanoseconds(since: anchorTime) / period : nil
+    }
+
     /// When the next tick is due; nil while stopped.
     public var nextTickTime: MonotonicInstant? { isRunning ? time(atTick: Double(position)) : nil }
 

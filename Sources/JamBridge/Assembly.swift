@@ -1,3 +1,4 @@
+import Jam
 import Logging
 import MIDI
 import RouteFile
@@ -10,7 +11,7 @@ import Routing
 var partKinds: [[any Part.Type]] {
     [
         [ALSAPart.self, SessionPart.self, OSCPart.self],
-        [FilePlayerPart.self, RecorderPart.self],
+        [FilePlayerPart.self, RecorderPart.self, JamPart.self],
     ]
 }
 
@@ -102,7 +103,8 @@ final class Assembly {
 
         guard !starting || outcome.failures.isEmpty else { return outcome }
         let wiring = Wiring(engine: engine, configuration: new, ids: bindings.mapValues(\.id),
-                            routeIDs: bindings.mapValues(\.routeIDs))
+                            routeIDs: bindings.mapValues(\.routeIDs),
+                            session: parts.lazy.compactMap { ($0.part as? SessionPart)?.network }.first)
         for running in parts { running.part.start(wiring) }
         for name in outcome.started {
             if let binding = bindings[name] { binding.endpoint.source?.start(id: binding.id, sink: engine) }
@@ -119,6 +121,11 @@ final class Assembly {
         parts = []
         bindings = [:]
         return counters
+    }
+
+    /// Carries out a jam command on the engine's queue.
+    func perform(_ command: JamCommand) -> Result<String, JamRefusal> {
+        engine.queue.sync { engine.perform(command) }
     }
 
     /// A line per running part, in the order they started.

@@ -1,4 +1,5 @@
 import Dispatch
+import Jam
 import Logging
 import MIDI
 
@@ -18,6 +19,8 @@ public protocol EventSink: AnyObject, Sendable {
     func routeBatch(_ body: () -> Void)
     /// Adds `work` to the end of the running batch and returns true; false if no batch is running.
     func atEndOfBatch(_ work: @escaping () -> Void) -> Bool
+    /// Carries out a jam command (OSC `/jambridge/...`); call only on `queue`.
+    func perform(_ command: JamCommand) -> Result<String, JamRefusal>
 }
 
 /// An endpoint that produces events (a file player, an OSC endpoint; ALSA ports and session peers come in through their clients).

@@ -1,4 +1,5 @@
 import Dispatch
+import Jam
 import Logging
 import MIDI
 import Routing
@@ -12,6 +13,10 @@ public final class Engine: EventSink, @unchecked Sendable {
     private var sinks: [SinkEndpoint?]
     private var names: [String]
     private let monitor: EventMonitor?
+    /// Sees every event before the router (the jam): returns true for one it took, which is not routed.
+    var tap: ((MIDIEvent) -> Bool)?
+    /// Carries out jam commands while a jam runs.
+    var commands: ((JamCommand) -> Result<String, JamRefusal>)?
     private var inBatch = false
     private var endOfBatch: [() -> Void] = []
 
@@ -29,6 +34,7 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     public func routeOnQueue(_ event: MIDIEvent) {
         dispatchPrecondition(condition: .onQueue(queue))
+        if let tap, tap(event) { return }
         router.dispatch(event) { sink, message, recipients in
             deliver(message, from: event.source, to: sink, for: recipients, at: event.time)
         }
@@ -46,6 +52,11 @@ public final class Engine: EventSink, @unchecked Sendable {
         guard inBatch else { return false }
         endOfBatch.append(work)
         return true
+    }
+
+    public func perform(_ command: JamCommand) -> Result<String, JamRefusal> {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return commands?(command) ?? .failure(JamRefusal(reason: "no jam runs: the route files have no 'clock' or 'activity' block"))
     }
 
     public func releaseHeld(by source: EndpointID) {
@@ -83,6 +94,21 @@ public final class Engine: EventSink, @unchecked Sendable {
         }
     }
 
+    /// Hands `message` to the sink `id` at `time` for every player, shown as coming from `source` (the jam's
+    /// clock); on the queue.
+    func deliver(_ message: MIDIMessage, to id: EndpointID, from source: String, at time: MonotonicInstant) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let index = Int(id.index)
+        guard index < sinks.count, let endpoint = sinks[index] else { return }
+        monitor?.show(message, from: source, to: name(id), at: time)
+        endpoint.receive(message, at: time, to: .everyone)
+    }
+
+    /// The name of the endpoint `id` (for the jam's log and monitor lines); on the queue.
+    func name(_ id: EndpointID) -> String {
+        Int(id.index) < names.count ? names[Int(id.index)] : id.description
+    }
+
     private func deliver(_ message: MIDIMessage, from source: EndpointID, to sink: EndpointID, for recipients: Recipients,
                          at time: MonotonicInstant) {
         let index = Int(sink.index)
@@ -94,7 +120,4 @@ public final class Engine: EventSink, @unchecked Sendable {
         endpoint.receive(message, at: time, to: recipients)
     }
 
-    private func name(_ id: EndpointID) -> String {
-        Int(id.index) < names.count ? names[Int(id.index)] : id.description
-    }
 }

@@ -34,6 +34,11 @@ public final class EventMonitor: @unchecked Sendable {
         show("OSC " + message, from: source, to: sink, at: time)
     }
 
+    /// Shows what the jam did (a change of clock master, the tempo) as a line of its own.
+    public func note(_ text: String, at time: MonotonicInstant) {
+        show(text, from: "jam", to: "all", at: time)
+    }
+
     private func show(_ text: String, from source: String, to sink: String, at time: MonotonicInstant) {
         let elapsed = time.nanoseconds >= start.nanoseconds ? time.nanoseconds - start.nanoseconds : 0
         let seconds = String(elapsed / 1_000_000_000)

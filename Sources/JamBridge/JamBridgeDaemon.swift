@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Jam
 import Logging
 import MIDI
 import RouteFile
@@ -34,6 +35,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     /// The running parts and their engine, from `start` until `stop`.
     private var assembly: Assembly?
     private var signalSources: [DispatchSourceSignal] = []
+    /// Where `jambridge start|stop|tempo|status` reach this daemon.
+    private var controlSocket: ControlSocket?
 
     /// A daemon for `options`, logging to `logger`.
     public init(options: Options, logger: Logger) {
@@ -71,11 +74,43 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             guard failures.isEmpty else { return failures }
             logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
             armSignals()
+            openControlSocket()
             return []
         }
         guard failures.isEmpty else {
             _ = stop()
             throw .cannotStart(failures)
+        }
+    }
+
+    /// Carries out a jam command (as `jambridge start|stop|tempo` and OSC `/jambridge/...` do).
+    public func perform(_ command: JamCommand) -> Result<String, JamRefusal> {
+        control.sync { assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) }
+    }
+
+    /// Listens for `jambridge start|stop|tempo|status`; without the socket the daemon runs on (and says so).
+    private func openControlSocket() {
+        do {
+            controlSocket = try ControlSocket(logger: logger) { [self] request in
+                switch request {
+                case .status:
+                    return ControlReply(ok: true, message: "jambridge \(getpid()) running \(options.files.joined(separator: ", "))",
+                                        lines: status())
+                case .start, .stop, .tempo:
+                    let command: JamCommand = switch request {
+                    case .start: .start
+                    case .stop: .stop
+                    case .tempo(let bpm): .tempo(bpm)
+                    case .status: .stop
+                    }
+                    switch perform(command) {
+                    case .success(let message): return ControlReply(ok: true, message: message)
+                    case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)
+                    }
+                }
+            }
+        } catch {
+            logger.warning("\(error); 'jambridge start', 'stop', 'tempo' and 'status' cannot reach this daemon")
         }
     }
 
@@ -114,6 +149,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         control.sync {
             for signalSource in signalSources { signalSource.cancel() }
             signalSources = []
+            controlSocket?.stop()
+            controlSocket = nil
             // Programs started after this (the daemon may be embedded, as in the tests) get the defaults back.
             for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
             let counters = assembly?.stop() ?? RouterCounters()

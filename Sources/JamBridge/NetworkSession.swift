@@ -36,6 +36,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     /// Status files are written off the engine's queue.
     private let statusQueue = DispatchQueue(label: "jambridge.session-status", qos: .utility)
     private var droppedLogged = 0
+    /// The jam, which takes clock, transport and activity from peers before routes do.
+    private weak var jam: SessionJam?
     private var advertiser: BonjourAdvertiser?
     private var browser: BonjourBrowser?
     /// The name Bonjour registered for us (avahi renames on a conflict).
@@ -124,6 +126,28 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     private func publishStatus() {
         let (name, port, peers) = (advertisedName ?? configuration.name, ports.controlPort, session.connectedPeers)
         statusQueue.async { SessionStatus.write(name: name, port: port, peers: peers) }
+    }
+
+    /// Hands clock, transport and activity from peers to `jam` first (nil: routes alone); on the engine's queue.
+    func attach(jam: SessionJam?) {
+        dispatchPrecondition(condition: .onQueue(sink!.queue))
+        self.jam = jam
+    }
+
+    /// This instance's SSRC and name in the session; on the engine's queue once started.
+    var identity: (ssrc: UInt32, name: String) { (session.ssrc, advertisedName ?? configuration.name) }
+
+    /// Exchanges clock sync often with the peer `ssrc` while its clock is followed (nil: with none); on the
+    /// engine's queue.
+    func followClock(of ssrc: UInt32?) {
+        session.followClock(of: ssrc, now: MonotonicClock.now())
+        runner.reschedule()
+    }
+
+    /// Sends `message`, due at `time`, to every peer now (one packet); on the engine's queue.
+    func sendNow(_ message: MIDIMessage, at time: MonotonicInstant) {
+        session.send(message, at: time)
+        if !runner.isHandlingDatagram { session.flush() }
     }
 
     /// True once `start` ran.
@@ -218,9 +242,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
     }
 
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         guard let sink else { return }
         let origin = EventOrigin.networkPeer(ssrc: peer.ssrc)
+        if let jam, jam.take(message, from: peer, arrival: time, senderTime: senderTime) { return }
         if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time)) }
         if let ids = endpointsOfPeer[peer.ssrc] {
             for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time)) }
@@ -235,6 +260,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) {
         logger.info("peer '\(peer.name)' left: \(reason)")
+        jam?.peerLeft(peer)
         rematchPeers()
         publishStatus()
     }
@@ -254,6 +280,15 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) {
         logger.warning("invitation to \(target) at \(address) failed: \(reason); trying again later")
     }
+}
+
+/// What the session tells the jam, on the engine's queue.
+protocol SessionJam: AnyObject {
+    /// Takes a message from `peer`, arrived at `arrival`, meant for `senderTime` (nil if unknown); true if the jam
+    /// took it and routes must not.
+    func take(_ message: MIDIMessage, from peer: PeerInfo, arrival: MonotonicInstant, senderTime: MonotonicInstant?) -> Bool
+    /// `peer` left the session.
+    func peerLeft(_ peer: PeerInfo)
 }
 
 /// The `session` endpoint as a sink: what routes send to it goes to every peer.

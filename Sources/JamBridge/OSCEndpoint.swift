@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Jam
 import Logging
 import MIDI
 import OSC
@@ -204,6 +205,15 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     private func map(_ message: OSCMessage, from controller: NetworkAddress?, sender: NetworkAddress, at now: MonotonicInstant) {
         counts.messages += 1
         monitor?.show(osc: "\(message)", from: "\(sender)", to: name, at: now)
+        if message.address.hasPrefix(Self.commandPrefix) {
+            guard let command = JamCommand(message) else {
+                counts.rejected += 1
+                logger.warning("\(name): \(message.address) is not a jambridge command; they are \(Self.commandPrefix)start, \(Self.commandPrefix)stop and \(Self.commandPrefix)tempo with the beats a minute")
+                return
+            }
+            _ = sink?.perform(command)
+            return
+        }
         let seconds = Double(now.nanoseconds) / 1e9
         var taken = false
         for index in routes.indices {
@@ -300,4 +310,27 @@ final class OSCFeedbackSink: SinkEndpoint, @unchecked Sendable {
     }
 
     func stop() { endpoint.close() }
+}
+
+extension OSCEndpoint {
+    /// Where jambridge's own commands are: `/jambridge/start`, `/jambridge/stop`, `/jambridge/tempo BPM`.
+    static let commandPrefix = "/jambridge/"
+}
+
+extension JamCommand {
+    /// The command an OSC message under `/jambridge/` is, or nil.
+    init?(_ message: OSCMessage) {
+        switch message.address.dropFirst(OSCEndpoint.commandPrefix.count) {
+        case "start" where message.arguments.isEmpty: self = .start
+        case "stop" where message.arguments.isEmpty: self = .stop
+        case "tempo" where message.arguments.count == 1:
+            switch message.arguments[0] {
+            case .float(let bpm): self = .tempo(Double(bpm))
+            case .double(let bpm): self = .tempo(bpm)
+            case .int32(let bpm): self = .tempo(Double(bpm))
+            default: return nil
+            }
+        default: return nil
+        }
+    }
 }

@@ -95,6 +95,8 @@ struct Wiring {
     /// The IDs MIDI from an endpoint that enters each route under its own enters them with: by endpoint name, then
     /// by the route's index in `configuration.routes`.
     var routeIDs: [String: [Int: EndpointID]]
+    /// The RTP-MIDI session, if one runs (the jam sends to it and hears its peers).
+    var session: NetworkSession?
 }
 
 /// An endpoint's declaration with what its kind says (a path, OSC settings): the block of a part that runs one

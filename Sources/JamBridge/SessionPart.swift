@@ -7,7 +7,7 @@ import RouteFile
 /// through a reload; endpoints come and go in place.
 final class SessionPart: Part {
     private let settings: SessionSettings
-    private let network: NetworkSession
+    let network: NetworkSession
     private let logger: Logger
     /// The `session` and `peer:` endpoints, by name, with the kind each was made for.
     private var sinks: [String: (kind: EndpointKind, sink: SessionSink)] = [:]

@@ -36,6 +36,8 @@ public struct EventOrigin: Hashable, Sendable, CustomStringConvertible {
     @inlinable public static func sequencerPort(client: UInt8, port: UInt8) -> Self {
         Self(rawValue: 2 << 32 | UInt64(client) << 8 | UInt64(port))
     }
+    /// The network peer's SSRC, if this origin is one.
+    public var networkPeer: UInt32? { rawValue >> 32 == 1 ? UInt32(truncatingIfNeeded: rawValue) : nil }
     /// The sequencer port, if this origin is one.
     public var sequencerPort: (client: UInt8, port: UInt8)? {
         rawValue >> 32 == 2 ? (UInt8(truncatingIfNeeded: rawValue >> 8), UInt8(truncatingIfNeeded: rawValue)) : nil

@@ -14,8 +14,9 @@ public enum SessionPort: Sendable {
 public protocol RTPMIDISessionDelegate: AnyObject {
     /// Sends `datagram` from our `port` to `address`.
     func session(send datagram: UnsafeRawBufferPointer, from port: SessionPort, to address: NetworkAddress)
-    /// `message` arrived from `peer`, to be played at `time`.
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant)
+    /// `message` arrived from `peer`, to be played at `time`; `senderTime` is when the peer meant it, on our clock
+    /// (its RTP timestamp through the CK offset), for messages played on arrival once a CK exchange completed.
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?)
     /// `peer` completed the handshake on both ports.
     func session(peerJoined peer: PeerInfo)
     /// `peer` left; its held notes have already been released through `received`.
@@ -81,6 +82,10 @@ public final class RTPMIDISession {
     /// The configuration in force.
     public let configuration: SessionConfiguration
     /// Our SSRC (changes only on a collision while no peer is connected).
+    /// The peer whose clock this instance follows, synced more often (`followClock`).
+    public private(set) var followedPeer: UInt32?
+    /// Nanoseconds between CK exchanges with the followed peer.
+    public static let followedSyncInterval: UInt64 = 250_000_000
     public private(set) var ssrc: UInt32
     /// What has been counted.
     public private(set) var counters = SessionCounters()
@@ -320,19 +325,20 @@ public final class RTPMIDISession {
         case 1: // the answer to our CK 0: finish the exchange
             peer.unansweredSyncs = 0
             if let sent = peer.lastSyncSent {
-                let interval = peer.syncsStarted < configuration.quickSyncCount ? configuration.quickSyncInterval
-                                                                                : configuration.syncInterval
+                let interval = peer.info.ssrc == followedPeer ? Self.followedSyncInterval
+                    : peer.syncsStarted < configuration.quickSyncCount ? configuration.quickSyncInterval
+                    : configuration.syncInterval
                 peer.nextSync = sent.advanced(byNanoseconds: interval)
             }
             let ts3 = SessionClock.ticks(now)
             sendSession(.clockSync(.init(ssrc: ssrc, count: 2, timestamps: (ts1, ts2, ts3))), from: .data, to: address)
-            peer.info.clock = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3)
+            peer.recordClockSync(ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3), now: now)
             delegate.session(clockSynced: peer.info)
         default: // count 2 is never answered (a peer that did looped forever)
             let result = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ck.timestamps.2)
             // Stored from our side: our clock minus the initiator's (wrapping, like the clocks:
             // a peer's times are arbitrary 64-bit values and -Int64.min would trap).
-            peer.info.clock = ClockSyncResult(roundTrip: result.roundTrip, offset: 0 &- result.offset)
+            peer.recordClockSync(ClockSyncResult(roundTrip: result.roundTrip, offset: 0 &- result.offset), now: now)
             delegate.session(clockSynced: peer.info)
         }
     }
@@ -363,22 +369,22 @@ public final class RTPMIDISession {
         }
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
-        func pass(_ message: MIDIMessage, ticks: UInt32) {
+        func pass(_ message: MIDIMessage, ticks: UInt32?) {
             counters.messagesReceived += 1
             if peer.playout != nil {
                 // Tracked when queued, not when played: a repair compares the journal with what
                 // we have accepted, and would play again what still waits for its time.
                 peer.midi.track(message)
-                if !peer.playout!.schedule(message, ticks: ticks, now: now) { counters.lateEvents += 1 }
+                if !peer.playout!.schedule(message, ticks: ticks ?? header.timestamp, now: now) { counters.lateEvents += 1 }
             } else {
-                deliver(message, from: peer, at: now)
+                deliver(message, from: peer, at: now, senderTime: ticks.flatMap { senderTime($0, of: peer, now: now) })
             }
         }
         let packet = UnsafeRawBufferPointer(rebasing: bytes[payload])
         do {
             try peer.receiver.receive(packet, validated: { journal in
                 guard peer.lossUnrepaired, let journal else { return }
-                repair(peer, journal: UnsafeRawBufferPointer(rebasing: packet[journal]), from: address) { pass($0, ticks: 0) }
+                repair(peer, journal: UnsafeRawBufferPointer(rebasing: packet[journal]), from: address) { pass($0, ticks: nil) }
             }) { message, ticks in pass(message, ticks: ticks) }
         } catch {
             drop("\(error)", from: address)
@@ -418,9 +424,32 @@ public final class RTPMIDISession {
     }
 
     /// Passes `message` from `peer` on, noting what it leaves held.
-    private func deliver(_ message: MIDIMessage, from peer: SessionPeer, at time: MonotonicInstant) {
+    private func deliver(_ message: MIDIMessage, from peer: SessionPeer, at time: MonotonicInstant,
+                         senderTime: MonotonicInstant?) {
         peer.midi.track(message)
-        delegate.session(received: message, from: peer.info, at: time)
+        delegate.session(received: message, from: peer.info, at: time, senderTime: senderTime)
+    }
+
+    /// When `peer` meant a message it stamped `ticks` (its RTP timestamp and delta), on our clock: through the CK
+    /// offset, unwrapped around `now`, in the middle of its 100 µs tick; nil before the first CK exchange.
+    private func senderTime(_ ticks: UInt32, of peer: SessionPeer, now: MonotonicInstant) -> MonotonicInstant? {
+        guard let offset = peer.info.clock?.offset else { return nil }
+        let ours = ticks &+ UInt32(truncatingIfNeeded: offset)
+        let nowTicks = SessionClock.ticks(now)
+        let distance = Int64(Int32(bitPattern: ours &- UInt32(truncatingIfNeeded: nowTicks)))
+        guard distance >= 0 || nowTicks >= distance.magnitude else { return nil }
+        let tick = distance >= 0 ? nowTicks + UInt64(distance) : nowTicks - distance.magnitude
+        return MonotonicInstant(nanoseconds: tick * SessionClock.nanosecondsPerTick + SessionClock.nanosecondsPerTick / 2)
+    }
+
+    /// Exchanges CK with `ssrc` every `followedSyncInterval` from `now`, whoever invited, while its clock is
+    /// followed (nil: the regular cadence again): the offset its ticks are read through then has fresh samples to
+    /// pick the shortest round trip from.
+    public func followClock(of ssrc: UInt32?, now: MonotonicInstant) {
+        guard ssrc != followedPeer else { return }
+        if let old = followedPeer.flatMap(peer), !old.info.weInvited { old.nextSync = nil }
+        followedPeer = ssrc
+        if let peer = ssrc.flatMap(peer) { peer.nextSync = now }
     }
 
     // MARK: Sending
@@ -528,9 +557,14 @@ public final class RTPMIDISession {
                 remove(peer, reason: .timedOut, now: now)
                 continue
             }
-            peer.playout?.deliver(dueBy: now) { delegate.session(received: $0, from: peer.info, at: now) }
+            peer.playout?.deliver(dueBy: now) { delegate.session(received: $0, from: peer.info, at: now, senderTime: nil) }
             if let due = peer.nextSync, now >= due {
                 guard peer.unansweredSyncs < configuration.unansweredSyncLimit else {
+                    guard peer.info.weInvited else { // it does not answer the CK a follower adds: no more of them
+                        peer.nextSync = nil
+                        followedPeer = nil
+                        continue
+                    }
                     remove(peer, reason: .stoppedAnswering, now: now)
                     continue
                 }
@@ -612,9 +646,10 @@ public final class RTPMIDISession {
 
     private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
         peers[peer.info.ssrc] = nil
+        if followedPeer == peer.info.ssrc { followedPeer = nil }
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
-        peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now) }
-        peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now) }
+        peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now, senderTime: nil) }
+        peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now, senderTime: nil) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
                 // Invite it again at once, unless it left on purpose (then after a pause, not to pester it).

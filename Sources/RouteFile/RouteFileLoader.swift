@@ -50,6 +50,8 @@ struct PendingRoute {
     var osc: OSCRouteMapping?
     /// `echo: true`: what a player sends may come back to it.
     var echo: Bool
+    /// `control: true`: the jam's activity level and total pass.
+    var control: Bool
     /// Where the route's mapping starts.
     var location: SourceLocation
     /// False if anything in the route was reported as a mistake.
@@ -74,6 +76,8 @@ struct RouteFileDocument {
     var session: SessionDeclaration?
     /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
     var alsa: ALSADeclaration?
+    /// The file's `clock:` and `activity:` blocks.
+    var jam = JamBlocks()
     /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
     var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
     /// Where this file's `osc:` endpoints listen.
@@ -144,14 +148,18 @@ struct RouteFileDocument {
                 session = readSession(value, key: keyNode)
             case "alsa":
                 alsa = readALSABlock(value, key: keyNode)
+            case "clock":
+                jam.clock = readClockBlock(value, key: keyNode)
+            case "activity":
+                jam.activity = (readActivityBlock(value, key: keyNode), location(keyNode))
             case _ where RouteFileVocabulary.reservedTopLevelKeys.contains(key):
                 fail(keyNode, "'\(key)' is not supported by this version yet; "
-                     + "this version reads 'session', 'alsa', 'endpoints' and 'routes'")
+                     + "this version reads 'session', 'alsa', 'clock', 'activity', 'endpoints' and 'routes'")
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
                 fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are "
-                     + "'session', 'alsa', 'endpoints' and 'routes'")
+                     + "'session', 'alsa', 'clock', 'activity', 'endpoints' and 'routes'")
             }
         }
     }
@@ -447,12 +455,14 @@ struct RouteFileDocument {
         // Not a stage: how the OSC endpoint at either end of the route translates.
         let osc = values["osc"].flatMap { readOSCMapping($0.value, key: $0.key) }
         let echo = values["echo"].flatMap { readBool($0.value, key: "echo") } ?? false
-        routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, echo: echo, location: location(node),
+        let control = values["control"].flatMap { readBool($0.value, key: "control") } ?? false
+        routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, echo: echo, control: control,
+                                   location: location(node),
                                    isValid: errors.count == errorsBefore))
     }
 
     /// The names in a `from:` or `to:` value: one name or a list of names.
-    private mutating func readReferences(_ node: Node, key: Node, role: EndpointReference.Role) -> [EndpointReference] {
+    mutating func readReferences(_ node: Node, key: Node, role: EndpointReference.Role) -> [EndpointReference] {
         let side = role == .source ? "from" : "to"
         let items = node.sequence.map(Array.init) ?? [node]
         if items.isEmpty || Self.isEmpty(node) {

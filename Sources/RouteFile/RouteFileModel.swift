@@ -1,3 +1,4 @@
+import Jam
 import MIDI
 import OSC
 import Routing
@@ -76,12 +77,15 @@ public struct RouteDeclaration: Sendable {
     /// `echo: true`: a player of a shared endpoint (a session peer, an ALSA port) also receives what it sent
     /// when the route delivers back to that endpoint. False by default: everyone but the sender does.
     public var echo: Bool
+    /// `control: true`: the jam's activity level and total controllers pass (by default a route leaves them out).
+    public var control: Bool
     /// Where the route's list entry starts.
     public var location: SourceLocation
 
     /// A route from `from` to `to` through `stages`, translating OSC by `osc`, declared at `location`.
     public init(from: [String], to: [String], stages: [any RouteStage], osc: OSCRouteMapping? = nil,
-                echo: Bool = false, location: SourceLocation) {
+                echo: Bool = false, control: Bool = false, location: SourceLocation) {
+        self.control = control
         self.from = from
         self.to = to
         self.stages = stages
@@ -103,10 +107,13 @@ public struct RouteConfiguration: Sendable {
     public var alsa: ALSADeclaration?
     /// The songs the `file:` endpoints play, by path, as `load` read them (none after `parse`, which reads no file).
     public var songs: [String: TimedSong]
+    /// The jam (`clock:`, `activity:`), or nil if no route file has either block.
+    public var jam: JamDeclaration?
 
     /// A configuration holding `endpoints`, `routes`, `session`, `alsa` and `songs` as given.
     public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil,
-                alsa: ALSADeclaration? = nil, songs: [String: TimedSong] = [:]) {
+                alsa: ALSADeclaration? = nil, songs: [String: TimedSong] = [:], jam: JamDeclaration? = nil) {
+        self.jam = jam
         self.endpoints = endpoints
         self.routes = routes
         self.session = session
@@ -134,13 +141,21 @@ public struct RouteConfiguration: Sendable {
 
     /// The routes as the router runs them, with endpoint names turned into IDs by `endpointID`; a source for
     /// which `sourceID` gives an ID (by name and route index: an OSC endpoint's route) enters under that one.
+    /// With a jam, a route without `control: true` first drops the activity level and total controllers.
     public func compiledRoutes(endpointID: (String) -> EndpointID,
                                sourceID: (_ name: String, _ route: Int) -> EndpointID? = { _, _ in nil }) -> [CompiledRoute] {
         routes.enumerated().map { index, route in
             CompiledRoute(sources: route.from.map { sourceID($0, index) ?? endpointID($0) },
                           sinks: route.to.map(endpointID),
-                          stages: route.stages, echo: route.echo)
+                          stages: controlStage(for: route) + route.stages, echo: route.echo)
         }
+    }
+
+    /// The stage that keeps the jam's controllers off `route`, unless it asks for them or there is no jam.
+    private func controlStage(for route: RouteDeclaration) -> [any RouteStage] {
+        guard let activity = jam?.activity, !route.control else { return [] }
+        return [ControllerDrop((activity.player.channel, activity.player.controller),
+                               (activity.total.channel, activity.total.controller))]
     }
 
     /// The first of `documents` to declare the block at `declaration`; every later one is a mistake, added to
@@ -253,7 +268,8 @@ public struct RouteConfiguration: Sendable {
                 do {
                     let osc = try route.resolvedOSCMapping { name in endpointIndex[name].map { endpoints[$0].kind } }
                     routes.append(RouteDeclaration(from: route.from.map(\.name), to: route.to.map(\.name),
-                                                   stages: route.stages, osc: osc, echo: route.echo, location: route.location))
+                                                   stages: route.stages, osc: osc, echo: route.echo,
+                                                   control: route.control, location: route.location))
                 } catch {
                     errorsByFile[fileIndex].append(error)
                 }
@@ -273,6 +289,8 @@ public struct RouteConfiguration: Sendable {
                 }
             }
         }
+        let jam = mergedJam(documents, endpoints: endpoints, index: endpointIndex, declaredNames: declaredNames,
+                            errors: &errorsByFile)
         if alsa == nil, let firstALSAUse {
             alsa = ALSADeclaration(location: firstALSAUse)
         }
@@ -281,6 +299,45 @@ public struct RouteConfiguration: Sendable {
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
         let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.songs) { first, _ in first } }
-        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa, songs: songs)
+        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa, songs: songs,
+                                  jam: jam)
+    }
+
+    /// The jam the files' `clock:` and `activity:` blocks declare (one of each across all files), with the clock's
+    /// outputs checked like a route's sinks.
+    private static func mergedJam(_ documents: [RouteFileDocument], endpoints: [EndpointDeclaration], index: [String: Int],
+                                  declaredNames: [String], errors: inout [[RouteFileError]]) -> JamDeclaration? {
+        var clock: (declaration: JamDeclaration, outputs: [EndpointReference])?
+        var activity: (configuration: ActivityConfiguration, location: SourceLocation)?
+        for (fileIndex, document) in documents.enumerated() {
+            if let declared = document.jam.clock {
+                if let first = clock {
+                    errors[fileIndex].append(RouteFileError(location: declared.declaration.location, message:
+                        "the clock is already declared at \(first.declaration.location); all route files together declare one 'clock' block"))
+                } else {
+                    clock = declared
+                    for output in declared.outputs {
+                        if let problem = output.problem(endpoints: endpoints, index: index, declaredNames: declaredNames) {
+                            errors[fileIndex].append(RouteFileError(location: output.location, message: problem))
+                        } else if output.name == RouteFileVocabulary.sessionEndpointName {
+                            errors[fileIndex].append(RouteFileError(location: output.location, message:
+                                "the session gets the clock whenever this instance leads; list only local outputs in the clock's 'to'"))
+                        }
+                    }
+                }
+            }
+            if let declared = document.jam.activity {
+                if let first = activity {
+                    errors[fileIndex].append(RouteFileError(location: declared.location, message:
+                        "the activity is already declared at \(first.location); all route files together declare one 'activity' block"))
+                } else {
+                    activity = declared
+                }
+            }
+        }
+        guard clock != nil || activity != nil else { return nil }
+        var jam = clock?.declaration ?? JamDeclaration(location: activity!.location)
+        if let activity { jam.activity = activity.configuration }
+        return jam
     }
 }

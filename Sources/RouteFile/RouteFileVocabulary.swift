@@ -3,14 +3,18 @@ import MIDI
 /// The words a route file may use, in one place so messages and the loader agree.
 enum RouteFileVocabulary {
     /// Top-level keys this version reads.
-    static let topLevelKeys = ["session", "alsa", "endpoints", "routes"]
+    static let topLevelKeys = ["session", "alsa", "clock", "activity", "endpoints", "routes"]
     /// Top-level keys reserved for features a later version adds.
-    static let reservedTopLevelKeys = ["activity", "clock", "drums"]
+    static let reservedTopLevelKeys = ["drums"]
+    /// Keys of the `clock:` mapping.
+    static let clockKeys = ["first-start", "fixed", "priority", "on-master-lost", "tempo", "to"]
+    /// Keys of the `activity:` mapping.
+    static let activityKeys = ["level", "total", "combine"]
     /// Keys of an endpoint's mapping.
     static let endpointKeys = ["file", "loop", "record", "peer", "alsa", "osc"]
     /// Keys of a route: `from` and `to`, the stages in the order they run, then `osc` and `echo`, which are not stages.
     static let routeKeys = ["from", "to", "only", "except", "channels", "notes", "convert", "cc", "cc-range",
-                            "transpose", "velocity", "channel", "osc", "echo"]
+                            "transpose", "velocity", "channel", "osc", "echo", "control"]
     /// Keys of a `convert:` entry.
     static let convertKeys = ["from", "to"]
     /// Keys of a `cc-range:` entry.

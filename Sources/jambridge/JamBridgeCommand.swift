@@ -11,7 +11,7 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self, Ports.self, Peers.self]
+        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self]
     )
 }
 
@@ -178,4 +178,68 @@ private func printPeerListing(browseSeconds seconds: Double, command: String) {
     var standardError = StandardError()
     for warning in warnings { print("jambridge \(command): \(warning)", to: &standardError) }
     print(text, terminator: "")
+}
+
+/// Which running daemon a control command goes to.
+struct DaemonOptions: ParsableArguments {
+    @Option(name: .customLong("pid"), help: "The process ID of the jambridge to talk to (needed when several run).")
+    var pid: Int32?
+
+    /// Sends `request` to the one running daemon (or `--pid`'s); prints the reply, fails on a refusal.
+    func send(_ request: ControlRequest, command: String) throws {
+        var standardError = StandardError()
+        let daemons = ControlClient.daemons()
+        guard let target = pid ?? (daemons.count == 1 ? daemons[0] : nil) else {
+            print(daemons.isEmpty ? "jambridge \(command): no jambridge is running (no control socket in \(SessionStatus.directory))"
+                                  : "jambridge \(command): \(daemons.count) jambridge daemons run (\(daemons.map(String.init).joined(separator: ", "))); say which with --pid",
+                  to: &standardError)
+            throw ExitCode(1)
+        }
+        let reply: ControlReply
+        do {
+            reply = try ControlClient.send(request, to: target)
+        } catch {
+            print("jambridge \(command): \(error)", to: &standardError)
+            throw ExitCode(1)
+        }
+        guard reply.ok else {
+            print("jambridge \(command): \(reply.message)", to: &standardError)
+            throw ExitCode(1)
+        }
+        print(reply.message)
+        for line in reply.lines { print(line) }
+    }
+}
+
+/// `jambridge start`: the running daemon starts the rhythm, if the clock election lets it lead.
+struct Start: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start the jam's rhythm from the running jambridge (it becomes clock master if no one leads).")
+    @OptionGroup var daemon: DaemonOptions
+    func run() throws { try daemon.send(.start, command: "start") }
+}
+
+/// `jambridge stop`: the running daemon stops the rhythm it leads.
+struct Stop: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stop the rhythm the running jambridge leads.")
+    @OptionGroup var daemon: DaemonOptions
+    func run() throws { try daemon.send(.stop, command: "stop") }
+}
+
+/// `jambridge tempo BPM`: the running daemon's clock tempo.
+struct Tempo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set the tempo of the running jambridge's clock (from the next beat while it runs).")
+    @Argument(help: "Beats a minute, 20-300.")
+    var bpm: Double
+    @OptionGroup var daemon: DaemonOptions
+    func run() throws { try daemon.send(.tempo(bpm), command: "tempo") }
+}
+
+/// `jambridge status`: what the running daemon is doing.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what the running jambridge is doing: its parts, the clock master, tempo and activity.")
+    @OptionGroup var daemon: DaemonOptions
+    func run() throws { try daemon.send(.status, command: "status") }
 }

@@ -32,7 +32,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
         outbox.append((Array(datagram), port, address))
         sent.append(Array(datagram))
     }
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         received.append((message, peer.name))
         receivedTimes.append(time)
     }

@@ -1,0 +1,320 @@
+import MIDI
+
+/// Who sent a message into the jam: a player behind an endpoint of this instance, or a session peer.
+public enum JamSender: Hashable, Sendable {
+    /// An endpoint of this instance (an ALSA port, an OSC controller, a song), by name, and the player inside it.
+    case local(endpoint: String, origin: EventOrigin)
+    /// A peer of the RTP-MIDI session, by SSRC, with the name it gave.
+    case peer(ssrc: UInt32, name: String)
+
+    /// The source the election knows it as.
+    public var clockSource: ClockSource {
+        switch self {
+        case .local(let endpoint, _): return .local(endpoint)
+        case .peer(let ssrc, let name): return .peer(ssrc: ssrc, name: name)
+        }
+    }
+}
+
+/// A message the jam sends, with its due time and where it goes.
+public struct JamDelivery: Hashable, Sendable {
+    public var message: MIDIMessage
+    public var time: MonotonicInstant
+    /// To every peer of the session.
+    public var toSession: Bool
+    /// To the instance's clock outputs (`clock: { to: [...] }`) but `except`, the endpoint it came from.
+    public var toLocal: Bool
+    public var except: String?
+}
+
+/// What the jam wants done: deliveries, and what to log.
+public enum JamOutput: Equatable, Sendable {
+    case deliver(JamDelivery)
+    /// The clock master changed: one log line (`change.description`).
+    case changed(LeadershipChange)
+    /// A transport message from a source that does not lead was dropped (counted by the election).
+    case refused(MIDIMessage, from: ClockSource, master: ClockSource?)
+}
+
+/// What someone asks of the running daemon (`jambridge start|stop|tempo`, OSC `/jambridge/...`).
+public enum JamCommand: Hashable, Sendable {
+    case start, stop
+    case tempo(Double)
+}
+
+/// One instance's jam (issue 13): the clock election, the activity aggregator, the clock generator it runs as
+/// master and the follower it plays from otherwise, driven by what arrives and by deadlines. Pure: time is passed
+/// in, everything to be done comes out through `emit`.
+///
+/// What comes out, by who leads:
+/// - This instance (its start command): the generator's Start, ticks and Stop, to the session and the clock
+///   outputs.
+/// - One of its endpoints (a drum machine pressed Start): that endpoint's transport and clock, relayed as they come
+///   to the session and the other clock outputs; the follower keeps its place for status and a takeover.
+/// - A peer: its transport relayed to the clock outputs, and ticks made afresh from the follower's timeline (its
+///   prediction of the master's ticks from their sender times), so local devices get the master's beat without
+///   the network's jitter. Nothing goes back to the session.
+/// Transport from anyone else is refused; clock from anyone else is dropped (counted), except that while no
+/// rhythm runs it teaches the follower the tempo. Levels from this instance's players go on to the session; the
+/// master sends the total there.
+public struct JamConductor: Sendable {
+    /// The `clock:` and `activity:` blocks.
+    public struct Configuration: Sendable, Equatable {
+        public var election: ElectionConfiguration
+        public var activity: ActivityConfiguration
+        /// The generator's tempo until someone changes it.
+        public var tempo: Double
+        public init(election: ElectionConfiguration, activity: ActivityConfiguration = ActivityConfiguration(),
+                    tempo: Double = 120) {
+            self.election = election
+            self.activity = activity
+            self.tempo = tempo
+        }
+    }
+
+    /// What was dropped, beyond what the parts count themselves.
+    public struct Counters: Equatable, Sendable {
+        /// Clock ticks from a source that does not lead.
+        public var foreignTicks = 0
+        /// Ticks made from the follower's timeline that were skipped because the timeline jumped ahead.
+        public var skippedTicks = 0
+    }
+
+    /// How early a deadline may be met: messages due within this of `now` go out at `fire`.
+    public static let earlyTolerance: UInt64 = 200_000
+    /// Ticks of the follower's timeline made up at once after it jumped; beyond, they are skipped.
+    static let catchUpLimit = 24
+
+    public private(set) var election: ClockElection
+    public private(set) var aggregator: ActivityAggregator<JamSender>
+    public private(set) var generator: ClockGenerator
+    public private(set) var follower = ClockFollower()
+    public private(set) var counters = Counters()
+    /// The last tick made from the follower's timeline; nil until the first after a start.
+    private var regenerated: Int?
+    /// When the master next looks whether the total changed (every `ActivityAggregator.interval`); nil unless leading.
+    private var totalDue: MonotonicInstant?
+
+    public init(_ configuration: Configuration) {
+        election = ClockElection(configuration: configuration.election)
+        aggregator = ActivityAggregator(configuration: configuration.activity)
+        generator = ClockGenerator(tempo: configuration.tempo)
+    }
+
+    /// This instance's own start button, as the election knows it.
+    public var instance: ClockSource { .local(election.configuration.name) }
+
+    /// The tempo in force: the generator's while it leads from here, else the follower's (nil until it heard two ticks).
+    public var tempo: Double? { election.master == instance || election.master == nil ? generator.tempo : follower.tempo }
+
+    /// The timeline the song plays on: the generator's while this instance generates, else the follower's.
+    public var timeline: any BeatTimeline { generator.isRunning ? generator : follower }
+
+    /// Where the song is at `now`, in ticks since its start; nil while none runs.
+    public func songTick(at now: MonotonicInstant) -> Double? {
+        generator.isRunning ? generator.tick(at: now) : follower.position(at: now)
+    }
+
+    /// Takes a message arriving from `sender` at `arrival` (`senderTime`: when the sender meant it, on our clock,
+    /// where the transport says). Returns true if the jam took it: clock and transport never go on through routes;
+    /// levels and totals do (routes leave them out unless they ask, see the route file's `control:`).
+    public mutating func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
+                                 senderTime: MonotonicInstant? = nil, emit: (JamOutput) -> Void) -> Bool {
+        let source = sender.clockSource
+        switch message {
+        case .timingClock:
+            let leads = election.master == source
+            guard leads || (election.master == nil && !generator.isRunning) else {
+                counters.foreignTicks += 1
+                return true
+            }
+            follower.tick(arrival: arrival, senderTime: senderTime)
+            if leads { relay(message, from: sender, at: arrival, emit: emit) }
+            if case .peer? = election.master { fire(now: arrival, emit: emit) }
+            return true
+        case .start, .stop, .continue, .songPosition:
+            let command = TransportCommand(message)!
+            let verdict = election.receive(command, from: source, senderTime: senderTime ?? arrival, now: arrival)
+            guard verdict.accepted else {
+                emit(.refused(message, from: source, master: election.master))
+                return true
+            }
+            // A Stop goes out before what follows it (an heir's Start); a winning Start after what it ends.
+            if message != .stop, let change = verdict.change { handle(change, now: arrival, emit: emit) }
+            _ = follower.receive(message, arrival: arrival, senderTime: senderTime)
+            if command != .songPosition { regenerated = nil }
+            relay(message, from: sender, at: arrival, emit: emit)
+            if message == .stop, let change = verdict.change { handle(change, now: arrival, emit: emit) }
+            return true
+        case .controlChange:
+            guard aggregator.receive(message, from: sender, now: arrival) else { return false }
+            if case .local = sender, aggregator.configuration.player.value(in: message) != nil {
+                emit(.deliver(JamDelivery(message: message, time: arrival, toSession: true, toLocal: false)))
+            }
+            return false
+        default:
+            return false
+        }
+    }
+
+    /// Carries out `command` from this instance's own controls at `now`; returns what happened, for the one who asked.
+    public mutating func perform(_ command: JamCommand, now: MonotonicInstant, emit: (JamOutput) -> Void) -> Result<String, JamRefusal> {
+        let transport: TransportCommand
+        switch command {
+        case .start: transport = .start
+        case .stop: transport = .stop
+        case .tempo: transport = .tempo
+        }
+        let verdict = election.receive(transport, from: instance, senderTime: now, now: now)
+        guard verdict.accepted else {
+            let master = election.master.map { "\($0) leads" } ?? "the clock policy does not let this instance lead"
+            return .failure(JamRefusal(reason: "refused: \(master)"))
+        }
+        // A start that leads is started by `handle`; a start while leading restarts the song.
+        let startedAlready = verdict.change.map { $0.master == instance } ?? false
+        if let change = verdict.change { handle(change, now: now, emit: emit) }
+        switch command {
+        case .start:
+            if !startedAlready { generator.start(at: now) { Self.send($0, emit: emit) } }
+            return .success("started at \(format(generator.tempo)) BPM")
+        case .stop:
+            return .success(verdict.change == nil ? "nothing to stop" : "stopped")
+        case .tempo(let bpm):
+            guard let taken = generator.setTempo(bpm) else {
+                return .failure(JamRefusal(reason: "refused: the tempo must be a positive number of beats a minute"))
+            }
+            let clamped = taken == bpm ? "" : " (held to \(format(ClockGenerator.tempoRange.lowerBound))-\(format(ClockGenerator.tempoRange.upperBound)))"
+            return .success("tempo \(format(taken)) BPM\(clamped)\(generator.isRunning ? " from the next beat" : "")")
+        }
+    }
+
+    /// The peer `ssrc` left the session (BY, timeout): its level goes, and if it led the rhythm ends or is handed over.
+    public mutating func peerLeft(ssrc: UInt32, name: String, now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        aggregator.remove(.peer(ssrc: ssrc, name: name))
+        if let change = election.sourceLeft(.peer(ssrc: ssrc, name: name), now: now) { handle(change, now: now, emit: emit) }
+    }
+
+    /// Hands out what is due by `now`: the generator's ticks, ticks from the follower's timeline, the total; and
+    /// notices a master whose clock fell silent.
+    public mutating func fire(now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        let horizon = now.advanced(byNanoseconds: Self.earlyTolerance)
+        generator.ticks(until: horizon) { Self.send($0, emit: emit) }
+        if let master = election.master, master != instance, follower.isSilent(now: now) {
+            follower.stop()
+            if let change = election.sourceLeft(master, now: now) { handle(change, now: now, emit: emit) }
+        }
+        if case .peer? = election.master { regenerate(until: horizon, emit: emit) }
+        if let due = totalDue, due <= horizon {
+            if let total = aggregator.tick(now: now) {
+                emit(.deliver(JamDelivery(message: total, time: now, toSession: true, toLocal: false)))
+            }
+            totalDue = now.advanced(byNanoseconds: ActivityAggregator<JamSender>.interval)
+        }
+    }
+
+    /// When `fire` is next needed; nil when nothing is due until a message arrives.
+    public var nextDeadline: MonotonicInstant? {
+        var deadlines = [generator.nextTickTime, totalDue]
+        if let master = election.master, master != instance { deadlines.append(follower.silenceDeadline) }
+        if case .peer? = election.master, follower.isRunning {
+            deadlines.append(regenerated.flatMap { follower.time(atTick: Double($0 + 1)) } ?? MonotonicInstant(nanoseconds: 0))
+        }
+        return deadlines.compactMap { $0 }.min()
+    }
+
+    /// The clock outputs get the follower's ticks due by `horizon`, each at its predicted time.
+    private mutating func regenerate(until horizon: MonotonicInstant, emit: (JamOutput) -> Void) {
+        guard let position = follower.position(at: horizon) else { return }
+        let last = Int(position.rounded(.down))
+        var next = regenerated.map { $0 + 1 } ?? last
+        if last - next >= Self.catchUpLimit {
+            counters.skippedTicks += last - next
+            next = last
+        }
+        while next <= last, let time = follower.time(atTick: Double(next)) {
+            emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
+            regenerated = next
+            next += 1
+        }
+    }
+
+    /// Acts on a change of master: the aggregator leads or follows, a generator that lost stops without a Stop (the
+    /// winner's clock carries the song), a takeover continues the song, and a master that took the lead from a
+    /// start refused earlier (its Start was dropped then) starts now.
+    private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        emit(.changed(change))
+        regenerated = nil
+        if change.role == .master {
+            aggregator.lead(now: now)
+            totalDue = totalDue ?? now
+        } else {
+            aggregator.follow()
+            totalDue = nil
+        }
+        guard let master = change.master else {
+            if generator.isRunning { generator.stop(at: now) { Self.send($0, emit: emit) } }
+            if change.reason == .left {
+                follower.stop()
+                let local = change.previous?.isLocal ?? false
+                emit(.deliver(JamDelivery(message: .stop, time: now, toSession: local, toLocal: true,
+                                          except: local ? change.previous?.name : nil)))
+            }
+            return
+        }
+        if master != instance, generator.isRunning { generator.stop(at: now) { _ in } }
+        switch change.reason {
+        case .tookOver:
+            let tick = follower.position(at: now).map { Int($0.rounded(.up)) } ?? generator.position
+            follower.stop()
+            generator.locate(sixteenths: (tick / MIDIClock.ticksPerSixteenth) % 0x4000)
+            generator.continue(at: now) { Self.send($0, emit: emit) }
+        case .started where change.previous != nil:
+            // An heir: a start refused shortly before the master ended.
+            if master == instance {
+                generator.start(at: now) { Self.send($0, emit: emit) }
+            } else {
+                follower.start()
+                emit(.deliver(JamDelivery(message: .start, time: now, toSession: master.isLocal, toLocal: true,
+                                          except: master.isLocal ? master.name : nil)))
+            }
+        case .started where master == instance, .wonStart where master == instance, .outranks where master == instance:
+            generator.start(at: now) { Self.send($0, emit: emit) }
+        default:
+            break
+        }
+    }
+
+    /// Passes on a message from the master: a local one to the session and the other clock outputs, a peer's to the
+    /// clock outputs; the ticks of a peer are made afresh instead.
+    private func relay(_ message: MIDIMessage, from sender: JamSender, at time: MonotonicInstant, emit: (JamOutput) -> Void) {
+        switch sender {
+        case .local(let endpoint, _):
+            emit(.deliver(JamDelivery(message: message, time: time, toSession: true, toLocal: true, except: endpoint)))
+        case .peer:
+            guard message != .timingClock else { return }
+            emit(.deliver(JamDelivery(message: message, time: time, toSession: false, toLocal: true)))
+        }
+    }
+
+    private static func send(_ scheduled: ScheduledMessage, emit: (JamOutput) -> Void) {
+        emit(.deliver(JamDelivery(message: scheduled.message, time: scheduled.time, toSession: true, toLocal: true)))
+    }
+}
+
+/// Why a command was not carried out.
+public struct JamRefusal: Error, Hashable, Sendable {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
+}
+
+extension ClockSource {
+    fileprivate var isLocal: Bool {
+        if case .local = self { return true }
+        return false
+    }
+}
+
+/// `value` with at most one decimal.
+func format(_ value: Double) -> String {
+    value == value.rounded() ? String(Int(value)) : String((value * 10).rounded() / 10)
+}

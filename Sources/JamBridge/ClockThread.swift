@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Logging
+import MIDI
+import Synchronization
+
+/// The jam's timer: a thread of its own that sleeps until the next deadline on the monotonic clock
+/// (clock_nanosleep with TIMER_ABSTIME, so a late wake-up never shifts the deadlines after it) and then calls
+/// `fire`, which hands out what is due and returns the next deadline. It runs at real-time priority
+/// (SCHED_FIFO) where the system allows, so other work on the machine delays a tick less; where it does not,
+/// it says so once and runs at normal priority.
+///
+/// Long waits sleep on a semaphore that `wake` signals (a start command, a master's first tick), until 1 ms
+/// before the deadline; the last stretch is clock_nanosleep's.
+final class ClockThread: Sendable {
+    /// The real-time priority asked for: above ordinary threads, below the kernel's own (IRQ threads run at 50).
+    static let priority: Int32 = 20
+    /// Deadlines further than this are waited for on the semaphore first.
+    private static let semaphoreMargin: UInt64 = 2_000_000
+
+    /// What the thread and its owner share.
+    private final class Shared: Sendable {
+        let wakeup = DispatchSemaphore(value: 0)
+        let stopped = Atomic<Bool>(false)
+        let ended = DispatchSemaphore(value: 0)
+    }
+
+    private let shared = Shared()
+
+    /// Starts the thread; it calls `fire` at once, then at each deadline `fire` returns (nil: when woken).
+    init(logger: Logger, fire: @escaping @Sendable (MonotonicInstant) -> MonotonicInstant?) {
+        let loop = Loop(shared: shared, logger: logger, fire: fire)
+        let context = Unmanaged.passRetained(loop).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { context in
+            Unmanaged<Loop>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        if started == 0 {
+            pthread_detach(thread)
+        } else {
+            Unmanaged<Loop>.fromOpaque(context).release()
+            logger.error("cannot start the clock thread (error \(started)): the jam sends no clock and no total")
+            shared.ended.signal()
+        }
+    }
+
+    /// Makes the thread ask `fire` for the next deadline now (something earlier may be due).
+    func wake() {
+        shared.wakeup.signal()
+    }
+
+    /// Stops the thread and waits until it ended (call off the queue `fire` waits for).
+    func stop() {
+        guard !shared.stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        shared.wakeup.signal()
+        shared.ended.wait()
+    }
+
+    private final class Loop: @unchecked Sendable {
+        let shared: Shared
+        let logger: Logger
+        let fire: (MonotonicInstant) -> MonotonicInstant?
+
+        init(shared: Shared, logger: Logger, fire: @escaping (MonotonicInstant) -> MonotonicInstant?) {
+            self.shared = shared
+            self.logger = logger
+            self.fire = fire
+        }
+
+        func run() {
+            raisePriority()
+            var deadline = fire(MonotonicClock.now())
+            while !shared.stopped.load(ordering: .acquiring) {
+                if let due = deadline {
+                    let now = MonotonicClock.now()
+                    if due > now.advanced(byNanoseconds: ClockThread.semaphoreMargin) {
+                        let wait = due.nanoseconds - now.nanoseconds - ClockThread.semaphoreMargin / 2
+                        if shared.wakeup.wait(timeout: .now() + .nanoseconds(Int(wait))) == .success {
+                            deadline = fire(MonotonicClock.now())
+                            continue
+                        }
+                    }
+                    sleep(until: due)
+                } else {
+                    shared.wakeup.wait()
+                }
+                if shared.stopped.load(ordering: .acquiring) { break }
+                deadline = fire(MonotonicClock.now())
+            }
+            shared.ended.signal()
+        }
+
+        private func sleep(until instant: MonotonicInstant) {
+            var time = timespec(tv_sec: Int(instant.nanoseconds / 1_000_000_000),
+                                tv_nsec: Int(instant.nanoseconds % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
+        }
+
+        private func raisePriority() {
+            var parameters = sched_param(sched_priority: ClockThread.priority)
+            let result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
+            if result == 0 {
+                logger.info("clock thread runs at real-time priority (SCHED_FIFO \(ClockThread.priority))")
+            } else {
+                logger.notice("clock thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); clock ticks may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import Dispatch
+import Jam
+import Logging
+import MIDI
+import RTPMIDI
+import RouteFile
+
+/// The jam (`clock:`, `activity:`): the `JamConductor` on the engine's queue, fed by the session (peers' clock,
+/// transport and levels, with their sender times) and by the engine's tap (every local endpoint's), timed by a
+/// `ClockThread`, sending to the session and the clock's `to:` endpoints. It keeps its state through a reload
+/// that leaves its settings as they are (the outputs may change).
+final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor and what it sends to: on the engine's queue
+    private var declaration: JamDeclaration
+    private let logger: Logger
+    private let monitor: EventMonitor?
+    private var engine: Engine?
+    private var session: NetworkSession?
+    private var conductor: JamConductor?
+    /// The clock's `to:` endpoints that run, with their IDs.
+    private var outputs: [(name: String, id: EndpointID)] = []
+    private var clock: ClockThread?
+    /// The deadline the clock thread sleeps towards: an event that makes something due earlier wakes it.
+    private var sleepingUntil: MonotonicInstant?
+    private var refusals = 0
+    private var shownTempo: Double?
+    private var shownTotal: UInt7?
+
+    static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: JamDeclaration)] {
+        configuration.jam.map { [("jam", $0)] } ?? []
+    }
+
+    init(_ declaration: JamDeclaration, in configuration: RouteConfiguration, context: PartContext) {
+        self.declaration = declaration
+        logger = context.logger
+        monitor = context.monitor
+    }
+
+    var endpoints: [String: RunningEndpoint] { [:] }
+
+    /// Keeps the jam (its master, its song) while its rules stay; the outputs follow at `start`.
+    func apply(_ block: JamDeclaration, in configuration: RouteConfiguration) -> PartUpdate {
+        guard block.policy == declaration.policy, block.onMasterLost == declaration.onMasterLost,
+              block.tempo == declaration.tempo, block.activity == declaration.activity else { return .replace }
+        declaration = block
+        return .applied
+    }
+
+    func start(_ wiring: Wiring) {
+        let engine = wiring.engine
+        self.engine = engine
+        engine.queue.sync { attach(wiring) }
+        if clock == nil {
+            clock = ClockThread(logger: logger) { [unowned self] now in engine.queue.sync { fire(now) } }
+        }
+    }
+
+    /// Points the jam at the session and outputs `wiring` has; makes the conductor the first time.
+    private func attach(_ wiring: Wiring) {
+        outputs = declaration.clockOutputs.compactMap { name in wiring.ids[name].map { (name, $0) } }
+        if session !== wiring.session {
+            session?.attach(jam: nil)
+            session = wiring.session
+            session?.attach(jam: self)
+        }
+        wiring.engine.tap = { [unowned self] event in take(event) }
+        wiring.engine.commands = { [unowned self] command in self.command(command) }
+        guard conductor == nil else { return }
+        let identity = session?.identity ?? (ssrc: UInt32.random(in: 1...UInt32.max), name: "jambridge")
+        conductor = JamConductor(JamConductor.Configuration(
+            election: ElectionConfiguration(ssrc: identity.ssrc, name: identity.name, policy: declaration.policy,
+                                            onMasterLost: declaration.onMasterLost),
+            activity: declaration.activity, tempo: declaration.tempo))
+        logger.info("jam: \(describe(declaration.policy)), \(declaration.onMasterLost == .next ? "the next continues when the master leaves" : "the rhythm ends when the master leaves"), tempo \(declaration.tempo) BPM, clock to \(outputs.isEmpty ? "the session only" : outputs.map(\.name).joined(separator: ", ")); activity CC \(declaration.activity.player.controller.value) in, total CC \(declaration.activity.total.controller.value) out (\(declaration.activity.combine))")
+    }
+
+    var status: String {
+        engine?.queue.sync { statusLine } ?? "jam: not started"
+    }
+
+    /// Stops the jam: a clock it runs sends Stop; then the timer ends and the session and engine forget it.
+    func stop() {
+        guard let engine else { return }
+        engine.queue.sync { if conductor?.generator.isRunning == true { _ = command(.stop) } }
+        clock?.stop()
+        clock = nil
+        engine.queue.sync {
+            engine.tap = nil
+            engine.commands = nil
+            session?.attach(jam: nil)
+            session?.followClock(of: nil)
+        }
+    }
+
+    // MARK: On the engine's queue
+
+    /// Carries out `command` (from `jambridge start|stop|tempo` or OSC) and says what happened.
+    func command(_ command: JamCommand) -> Result<String, JamRefusal> {
+        guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
+        var outputs: [JamOutput] = []
+        let result = conductor!.perform(command, now: MonotonicClock.now()) { outputs.append($0) }
+        perform(outputs)
+        wakeIfEarlier()
+        switch result {
+        case .success(let text): logger.info("jam: \(command): \(text)")
+        case .failure(let refusal): logger.notice("jam: \(command): \(refusal.reason)")
+        }
+        return result
+    }
+
+    /// The jam's state for status lines.
+    var statusLine: String {
+        guard let conductor else { return "jam: not started" }
+        let now = MonotonicClock.now()
+        let master = conductor.election.master.map { "\($0)" } ?? "nobody"
+        let tempo = conductor.tempo.map { "\(($0 * 10).rounded() / 10) BPM" } ?? "tempo unknown"
+        let beat = conductor.songTick(at: now).map { ", beat \(Int($0) / MIDIClock.ticksPerBeat + 1)" } ?? ""
+        let levels = conductor.aggregator.levels(at: now).map { "\(describe($0.player)) \($0.level.value)" }.sorted()
+        return "jam: \(conductor.election.role.rawValue), clock master \(master), \(tempo)\(beat); total activity \(conductor.aggregator.total(at: now).value)"
+            + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))")
+    }
+
+    /// The engine's tap: clock, transport and levels from local endpoints (peers' come through `take(_:from:...)`).
+    private func take(_ event: MIDIEvent) -> Bool {
+        guard event.origin.networkPeer == nil, conductor != nil, let engine else { return false }
+        return receive(event.message, from: .local(endpoint: engine.name(event.source), origin: event.origin),
+                       arrival: event.time, senderTime: nil)
+    }
+
+    func take(_ message: MIDIMessage, from peer: PeerInfo, arrival: MonotonicInstant, senderTime: MonotonicInstant?) -> Bool {
+        guard conductor != nil else { return false }
+        return receive(message, from: .peer(ssrc: peer.ssrc, name: peer.name), arrival: arrival, senderTime: senderTime)
+    }
+
+    func peerLeft(_ peer: PeerInfo) {
+        guard conductor != nil else { return }
+        var outputs: [JamOutput] = []
+        conductor!.peerLeft(ssrc: peer.ssrc, name: peer.name, now: MonotonicClock.now()) { outputs.append($0) }
+        perform(outputs)
+        wakeIfEarlier()
+    }
+
+    private func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
+                         senderTime: MonotonicInstant?) -> Bool {
+        var outputs: [JamOutput] = []
+        let taken = conductor!.receive(message, from: sender, arrival: arrival, senderTime: senderTime) { outputs.append($0) }
+        perform(outputs)
+        wakeIfEarlier()
+        return taken
+    }
+
+    /// Wakes the clock thread if something is now due before the deadline it sleeps towards.
+    private func wakeIfEarlier() {
+        if let next = conductor!.nextDeadline, sleepingUntil.map({ next < $0 }) ?? true {
+            sleepingUntil = next
+            clock?.wake()
+        }
+    }
+
+    /// What the clock thread calls at each deadline: hands out what is due, returns the next deadline.
+    private func fire(_ now: MonotonicInstant) -> MonotonicInstant? {
+        guard conductor != nil else { return nil }
+        var outputs: [JamOutput] = []
+        conductor!.fire(now: now) { outputs.append($0) }
+        perform(outputs)
+        if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
+           conductor!.election.master != nil {
+            shownTempo = tempo
+            monitor.note("tempo \((tempo * 10).rounded() / 10) BPM", at: now)
+        }
+        sleepingUntil = conductor!.nextDeadline
+        return sleepingUntil
+    }
+
+    private func perform(_ outputs: [JamOutput]) {
+        for output in outputs {
+            switch output {
+            case .deliver(let delivery):
+                if delivery.toSession, let session {
+                    session.sendNow(delivery.message, at: delivery.time)
+                    if let monitor, delivery.message != .timingClock {
+                        monitor.show(delivery.message, from: "jam", to: "session", at: delivery.time)
+                    }
+                }
+                guard delivery.toLocal, let engine else { continue }
+                for output in self.outputs where output.name != delivery.except {
+                    engine.deliver(delivery.message, to: output.id, from: "jam", at: delivery.time)
+                }
+            case .changed(let change):
+                logger.info("\(change)")
+                monitor?.note("\(change)", at: MonotonicClock.now())
+                if case .peer(let ssrc, _)? = change.master { session?.followClock(of: ssrc) } else { session?.followClock(of: nil) }
+            case .refused(let message, let source, let master):
+                refusals += 1
+                if isLogged(refusals) {
+                    logger.warning("jam: refused \(message) from \(source): \(master.map { "\($0) leads" } ?? "it may not lead") (\(counted(refusals, "message")) refused so far)")
+                }
+            }
+        }
+    }
+
+    private func describe(_ policy: ElectionConfiguration.Policy) -> String {
+        switch policy {
+        case .firstStart: "whoever starts the rhythm leads"
+        case .fixed(let glob): "only '\(glob.pattern)' may lead"
+        case .priority(let globs): "leaders by priority: \(globs.map { "'\($0.pattern)'" }.joined(separator: ", "))"
+        }
+    }
+
+    private func describe(_ player: JamSender) -> String {
+        switch player {
+        case .local(let endpoint, let origin): origin == .none ? endpoint : "\(endpoint) \(origin)"
+        case .peer(_, let name): name
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Jam
+import MIDI
+import Yams
+
+/// The jam a route file's `clock:` and `activity:` blocks declare (either turns it on; the other takes its
+/// defaults).
+public struct JamDeclaration: Equatable, Sendable {
+    /// The tempo jambridge's own clock starts at when `tempo:` is not written.
+    public static let defaultTempo = 120.0
+
+    /// Who may lead the rhythm (`first-start`, `fixed:`, `priority:`).
+    public var policy: ElectionConfiguration.Policy = .firstStart
+    /// What the master leaving does (`on-master-lost:`).
+    public var onMasterLost: ElectionConfiguration.MasterLost = .stop
+    /// jambridge's own clock's tempo until `jambridge tempo` changes it.
+    public var tempo = JamDeclaration.defaultTempo
+    /// The endpoints that get the session's clock (`to:`), in the order written.
+    public var clockOutputs: [String] = []
+    /// The controllers of the levels and the total, and how levels combine (`activity:`).
+    public var activity = ActivityConfiguration()
+    /// Where the `clock` block is written, else the `activity` block.
+    public var location: SourceLocation
+
+    public init(location: SourceLocation) {
+        self.location = location
+    }
+}
+
+/// The `clock:` and `activity:` blocks of one file, before the files are merged.
+struct JamBlocks {
+    var clock: (declaration: JamDeclaration, outputs: [EndpointReference])?
+    var activity: (configuration: ActivityConfiguration, location: SourceLocation)?
+}
+
+/// The readers of the top-level `clock:` and `activity:` blocks.
+extension RouteFileDocument {
+    /// Reads the `clock:` block written at `key`: `first-start` (or nothing), or a mapping of `fixed:` or
+    /// `priority:`, `on-master-lost:`, `tempo:` and `to:`.
+    mutating func readClockBlock(_ node: Node, key: Node) -> (declaration: JamDeclaration, outputs: [EndpointReference]) {
+        var declaration = JamDeclaration(location: location(key))
+        var outputs: [EndpointReference] = []
+        if Self.isEmpty(node) || node.scalar?.string == "first-start" { return (declaration, outputs) }
+        guard let mapping = node.mapping else {
+            fail(node, "'clock' is a mapping such as '{ priority: [teacher], to: [drums] }' or 'first-start', not "
+                 + Self.describe(node))
+            return (declaration, outputs)
+        }
+        var policyKey: String?
+        for (keyNode, value) in mapping {
+            guard let name = scalarKey(keyNode) else { continue }
+            switch name {
+            case "fixed", "priority", "first-start":
+                if let earlier = policyKey {
+                    fail(keyNode, "'\(earlier)' and '\(name)' together: the clock master is chosen one way, "
+                         + "'first-start' (the default), 'fixed: NAME' or 'priority: [NAME, ...]'")
+                    continue
+                }
+                policyKey = name
+                if let policy = readPolicy(name, value) { declaration.policy = policy }
+            case "on-master-lost":
+                switch value.scalar?.string {
+                case "stop": declaration.onMasterLost = .stop
+                case "next": declaration.onMasterLost = .next
+                default:
+                    fail(value, "'on-master-lost' is 'stop' (the rhythm ends) or 'next' (this instance continues the song), "
+                         + "not '\(value.scalar?.string ?? Self.describe(value))'")
+                }
+            case "tempo":
+                let range = ClockGenerator.tempoRange
+                guard let text = value.scalar?.string, let tempo = Double(text), range.contains(tempo) else {
+                    fail(value, "'tempo' is beats a minute, \(Int(range.lowerBound))-\(Int(range.upperBound)), such as 120")
+                    continue
+                }
+                declaration.tempo = tempo
+            case "to":
+                outputs = readReferences(value, key: keyNode, role: .sink)
+            default:
+                failUnknownKey(keyNode, name, known: RouteFileVocabulary.clockKeys, in: "the 'clock' block")
+            }
+        }
+        declaration.clockOutputs = outputs.map(\.name)
+        return (declaration, outputs)
+    }
+
+    /// The policy `key` sets with `value`: an endpoint or peer name (glob) for `fixed`, a list for `priority`.
+    private mutating func readPolicy(_ key: String, _ value: Node) -> ElectionConfiguration.Policy? {
+        switch key {
+        case "fixed":
+            guard let name = value.scalar?.string, !name.isEmpty, !Self.isEmpty(value) else {
+                fail(value, "'fixed' names the one endpoint or peer that may start the rhythm, such as 'fixed: tr8'")
+                return nil
+            }
+            return .fixed(NameGlob(name))
+        case "priority":
+            let items = value.sequence.map(Array.init) ?? []
+            let names = items.compactMap { $0.scalar?.string }.filter { !$0.isEmpty }
+            guard !items.isEmpty, names.count == items.count else {
+                fail(value, "'priority' lists endpoint or peer names (globs), highest first, such as '[teacher, \"ipad*\"]'")
+                return nil
+            }
+            return .priority(names.map(NameGlob.init))
+        default:
+            guard readBool(value, key: key) == true else {
+                if value.scalar?.string.lowercased() == "false" {
+                    fail(value, "'first-start: false' chooses nothing; write 'fixed: NAME' or 'priority: [NAME, ...]'")
+                }
+                return nil
+            }
+            return .firstStart
+        }
+    }
+
+    /// Reads the `activity:` block written at `key`: `level:` and `total:` controllers and `combine:`.
+    mutating func readActivityBlock(_ node: Node, key: Node) -> ActivityConfiguration {
+        var configuration = ActivityConfiguration()
+        if Self.isEmpty(node) { return configuration }
+        guard let mapping = node.mapping else {
+            fail(node, "'activity' is a mapping such as '{ level: { cc: 11 }, total: { cc: 7 }, combine: sum }', not "
+                 + Self.describe(node))
+            return configuration
+        }
+        for (keyNode, value) in mapping {
+            guard let name = scalarKey(keyNode) else { continue }
+            switch name {
+            case "level":
+                if let address = readControllerAddress(value, key: name, default: configuration.player) {
+                    configuration.player = address
+                }
+            case "total":
+                if let address = readControllerAddress(value, key: name, default: configuration.total) {
+                    configuration.total = address
+                }
+            case "combine":
+                switch value.scalar?.string {
+                case "sum": configuration.combine = .sum
+                case "mean": configuration.combine = .mean
+                case "max": configuration.combine = .max
+                default:
+                    fail(value, "'combine' is 'sum' (held at 127), 'mean' or 'max', not '\(value.scalar?.string ?? Self.describe(value))'")
+                }
+            default:
+                failUnknownKey(keyNode, name, known: RouteFileVocabulary.activityKeys, in: "the 'activity' block")
+            }
+        }
+        if configuration.player == configuration.total {
+            fail(node, "the level and the total are the same controller; give the total another ('total: { cc: 7 }')")
+        }
+        return configuration
+    }
+
+    /// A controller written as `{ cc: 0-127, channel: 1-16 }` (the channel defaults to `default`'s).
+    private mutating func readControllerAddress(_ node: Node, key: String, default address: ControllerAddress) -> ControllerAddress? {
+        guard let mapping = node.mapping else {
+            fail(node, "'\(key)' is a controller such as '{ cc: 11, channel: 1 }', not \(Self.describe(node))")
+            return nil
+        }
+        var result = address
+        for (keyNode, value) in mapping {
+            guard let name = scalarKey(keyNode) else { continue }
+            switch name {
+            case "cc":
+                guard let number = readInteger(value, what: "'cc'", range: "a controller number 0-127") else { continue }
+                guard (0...127).contains(number) else {
+                    fail(value, "controller \(number) is out of range; 'cc' is 0-127")
+                    continue
+                }
+                result.controller = UInt7(masking: UInt8(number))
+            case "channel":
+                guard let number = readInteger(value, what: "'channel'", range: "1-16") else { continue }
+                guard (1...16).contains(number) else {
+                    fail(value, "channel \(number) is out of range; channels are 1-16")
+                    continue
+                }
+                result.channel = UInt4(masking: UInt8(number - 1))
+            default:
+                failUnknownKey(keyNode, name, known: ["cc", "channel"], in: "'\(key)'")
+            }
+        }
+        return result
+    }
+}
