@@ -217,7 +217,9 @@ public struct JamConductor: Sendable {
         var deadlines = [generator.nextTickTime, totalDue]
         if let master = election.master, master != instance { deadlines.append(follower.silenceDeadline) }
         if case .peer? = election.master, follower.isRunning {
-            deadlines.append(regenerated.flatMap { follower.time(atTick: Double($0 + 1)) } ?? MonotonicInstant(nanoseconds: 0))
+            // Before the second tick there is no timeline yet: the next tick's arrival fires.
+            deadlines.append(regenerated.flatMap { follower.time(atTick: Double($0 + 1)) }
+                             ?? (follower.tempo == nil ? nil : MonotonicInstant(nanoseconds: 0)))
         }
         return deadlines.compactMap { $0 }.min()
     }
@@ -231,7 +233,7 @@ public struct JamConductor: Sendable {
             counters.skippedTicks += last - next
             next = last
         }
-        while next <= last, let time = follower.time(atTick: Double(next)) {
+        while let time = follower.time(atTick: Double(next)), time <= horizon {
             emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
             regenerated = next
             next += 1
