@@ -58,7 +58,7 @@ import Testing
             "r.yaml:1:17: 'tempo' is beats a minute, 20-300, such as 120",
             "r.yaml:1:36: 'on-master-lost' is 'stop' (the rhythm ends) or 'next' (this instance continues the song), not 'later'",
             "r.yaml:1:48: unknown endpoint 'drumz'; did you mean 'drums'? declared endpoints: drums, synth",
-            "r.yaml:1:55: unknown endpoint 'session'; declared endpoints: drums, synth",
+            "r.yaml:1:55: the session gets the clock whenever this instance leads; list only local outputs in the clock's 'to'",
         ])
         #expect(locatedMistakes("activity: { level: { cc: 7 }, combine: median, speed: 3 }\n" + endpoints) == [
             "r.yaml:1:11: the level and the total are the same controller; give the total another ('total: { cc: 7 }')",
