@@ -115,7 +115,9 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         let tempo = conductor.tempo.map { "\(($0 * 10).rounded() / 10) BPM" } ?? "tempo unknown"
         let beat = conductor.songTick(at: now).map { ", beat \(Int($0) / MIDIClock.ticksPerBeat + 1)" } ?? ""
         let levels = conductor.aggregator.levels(at: now).map { "\(describe($0.player)) \($0.level.value)" }.sorted()
-        return "jam: \(conductor.election.role.rawValue), clock master \(master), \(tempo)\(beat); total activity \(conductor.aggregator.total(at: now).value)"
+        let total = conductor.aggregator.heardTotal.map { "total activity \($0.value) (from the master)" }
+            ?? "total activity \(conductor.aggregator.total(at: now).value)"
+        return "jam: \(conductor.election.role.rawValue), clock master \(master), \(tempo)\(beat); \(total)"
             + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))")
     }
 
