@@ -224,8 +224,7 @@ public struct JamConductor: Sendable {
         if let master = election.master, master != instance { deadlines.append(follower.silenceDeadline) }
         if case .peer? = election.master, follower.isRunning {
             // Before the second tick there is no timeline yet: the next tick's arrival fires.
-            deadlines.append(regenerated.flatMap { follower.time(atTick: Double($0 + 1)) }
-                             ?? (follower.tempo == nil ? nil : MonotonicInstant(nanoseconds: 0)))
+            deadlines.append((regenerated.map { $0 + 1 } ?? follower.songTick).flatMap { follower.time(atTick: Double($0)) })
         }
         return deadlines.compactMap { $0 }.min()
     }

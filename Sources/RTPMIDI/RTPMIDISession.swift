@@ -369,6 +369,7 @@ public final class RTPMIDISession {
         }
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
+        /// `ticks`: the message's time after the packet's RTP timestamp (nil for a repair, which has none).
         func pass(_ message: MIDIMessage, ticks: UInt32?) {
             counters.messagesReceived += 1
             if peer.playout != nil {
@@ -377,7 +378,8 @@ public final class RTPMIDISession {
                 peer.midi.track(message)
                 if !peer.playout!.schedule(message, ticks: ticks ?? header.timestamp, now: now) { counters.lateEvents += 1 }
             } else {
-                deliver(message, from: peer, at: now, senderTime: ticks.flatMap { senderTime($0, of: peer, now: now) })
+                deliver(message, from: peer, at: now,
+                        senderTime: ticks.flatMap { senderTime(header.timestamp &+ $0, of: peer, now: now) })
             }
         }
         let packet = UnsafeRawBufferPointer(rebasing: bytes[payload])

@@ -18,6 +18,8 @@ final class RecordingHost: RTPMIDISessionDelegate {
     var left: [(PeerInfo, PeerLeaveReason)] = []
     var dropped: [String] = []
     var failedInvitations: [String] = []
+    /// When the sender meant each message received, as the session read it (RTP timestamp through the CK offset).
+    var senderTimes: [MonotonicInstant?] = []
 
     init(_ address: NetworkAddress, configuration: SessionConfiguration, ssrc: UInt32) {
         self.address = address
@@ -35,6 +37,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         received.append((message, peer.name))
         receivedTimes.append(time)
+        senderTimes.append(senderTime)
     }
     func session(peerJoined peer: PeerInfo) { joined.append(peer) }
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) { left.append((peer, reason)) }
@@ -474,6 +477,26 @@ final class VirtualNetwork {
         #expect(a.session.counters.guardPackets >= 1)
         let feedback = b.sentSessionPackets.filter { if case .receiverFeedback = $0 { true } else { false } }
         #expect(!feedback.isEmpty)
+    }
+
+    /// A message's sender time is its packet's RTP timestamp plus its delta, through the CK offset: within the
+    /// session clock's 100 µs tick of when the sender meant it, for every message of a packet.
+    @Test func eachMessageCarriesTheTimeItsSenderMeant() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        let meant = [net.now, net.now.advanced(byNanoseconds: 2_345_678), net.now.advanced(byNanoseconds: 7_000_000)]
+        for (k, time) in meant.enumerated() { a.session.send(noteOn(0, UInt8(60 + k), 100), at: time) }
+        a.session.flush()
+        net.now = net.now.advanced(byNanoseconds: 9_000_000)
+        net.deliver()
+        #expect(b.received.map(\.0) == (0..<3).map { noteOn(0, UInt8(60 + $0), 100) })
+        for (time, read) in zip(meant, b.senderTimes) {
+            let error = read.map { abs(Double(Int64(bitPattern: $0.nanoseconds &- time.nanoseconds))) }
+            #expect(error.map { $0 <= 100_000 } == true, "\(String(describing: read)) for \(time)")
+        }
     }
 
     @Test func aClockSyncWithExtremeTimestampsWrapsInsteadOfTrapping() {
