@@ -202,4 +202,33 @@ private let drumMachine = """
         let bytes = timedBytes(got.out).map(\.byte)
         #expect(bytes == expected, "\(bytes.count) bytes, \(bytes.filter { $0 == 0xF8 }.count) ticks of \(ticks): \(got.out.suffix(400))")
     }
+
+    /// A drum machine unplugged while it leads has left (its clock fell silent): the rhythm ends (`on-master-lost:
+    /// stop`, the default), and once it is plugged back in it may start again.
+    @Test func aLeadingDrumMachineUnpluggedEndsTheRhythmAndLeadsAgainWhenPluggedBackIn() throws {
+        let (daemon, dir) = try startJamBridge("""
+            endpoints:
+              drums: { alsa: "Virtual Raw MIDI 0-0" }
+              synth: { alsa: "Virtual Raw MIDI 0-1" }
+            clock: { to: [synth] }
+            """, seconds: 240)
+        try waitForConnections(4) // both devices, both ways
+        let drums = try JamBridgeProcess(["-c", drumMachine, "100", dir.appendingPathComponent("never").path],
+                                         launcher: "/usr/bin/python3")
+        #expect(daemon.waitForError(containing: "clock master: drums (started the rhythm)"), "\(daemon.errorSoFar)")
+        Thread.sleep(forTimeInterval: 2)
+        try "snd_virmidi.0".write(toFile: "/sys/bus/platform/drivers/snd_virmidi/unbind", atomically: false, encoding: .utf8)
+        #expect(daemon.waitForError(containing: "no clock master (drums left); this instance is idle"), "\(daemon.errorSoFar)")
+        _ = drums.finish(killingAfter: 30) // its device went away under it
+        #expect(try jamStatus(daemon).hasPrefix("jam: idle, clock master nobody"))
+        try "snd_virmidi.0".write(toFile: "/sys/bus/platform/drivers/snd_virmidi/bind", atomically: false, encoding: .utf8)
+        try waitForConnections(4) // matched by name: the client numbers may have changed
+        try play("FA F8 F8 FC")
+        #expect(daemon.waitForError(containing: "no clock master (drums stopped the rhythm)"), "\(daemon.errorSoFar)")
+        #expect(daemon.errorSoFar.components(separatedBy: "clock master: drums (started the rhythm)").count == 3,
+                "\(daemon.errorSoFar)")
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 60)
+        #expect(result.status == 0, "\(result.err)")
+    }
 }
