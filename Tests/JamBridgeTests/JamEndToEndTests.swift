@@ -124,6 +124,8 @@ import Testing
             joined += chunk
         }
         #expect(String(decoding: joined, as: UTF8.self).contains("joined"))
+        // Well after B's start: starts less than 100 ms apart are decided by SSRC, not by time.
+        Thread.sleep(forTimeInterval: 1)
         _ = tell("start")
         #expect(a.waitForError(containing: "refused Start from starter"), "\(a.errorSoFar)")
         #expect(try jamStatus(a).contains("clock master jam-b"))
