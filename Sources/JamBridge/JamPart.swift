@@ -97,9 +97,12 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     func command(_ command: JamCommand) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
         var outputs: [JamOutput] = []
-        let result = conductor!.perform(command, now: MonotonicClock.now()) { outputs.append($0) }
+        let now = MonotonicClock.now()
+        let result = conductor!.perform(command, now: now) { outputs.append($0) }
         perform(outputs)
-        wakeIfEarlier()
+        // A Start's first tick is due at once: it goes out with it, not when the clock thread next wakes.
+        _ = fire(now)
+        clock?.wake()
         switch result {
         case .success(let text): logger.info("jam: \(command): \(text)")
         case .failure(let refusal): logger.notice("jam: \(command): \(refusal.reason)")
@@ -174,8 +177,9 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         return sleepingUntil
     }
 
+    /// Sends what `outputs` deliver, then logs what they say: a Start never waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
-        for output in outputs {
+        for output in outputs.filter(isDelivery) + outputs.filter({ !isDelivery($0) }) {
             switch output {
             case .deliver(let delivery):
                 if delivery.toSession, let session {
@@ -199,6 +203,11 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
                 }
             }
         }
+    }
+
+    private func isDelivery(_ output: JamOutput) -> Bool {
+        if case .deliver = output { return true }
+        return false
     }
 
     private func describe(_ policy: ElectionConfiguration.Policy) -> String {
