@@ -139,6 +139,24 @@ import Testing
         #expect(try waitForStatus(a, containing: "jam: idle").contains("jam: idle"))
         starter.waitUntilExit()
 
+        // The phone drives B's jam too: OSC /jambridge/tempo, /start and /stop, as jambridge tempo|start|stop do.
+        let press = try JamBridgeProcess(["-c", """
+            import time
+            from pythonosc.udp_client import SimpleUDPClient
+            phone = SimpleUDPClient("127.0.0.1", \(phonePort))
+            phone.send_message("/jambridge/tempo", 90.0)
+            phone.send_message("/jambridge/start", [])
+            """], launcher: peersPython.path)
+        #expect(press.finish(killingAfter: 30).status == 0)
+        #expect(try waitForStatus(b, containing: "jam: master").contains("jam: master, clock master jam-b, 90.0 BPM"))
+        #expect(try waitForStatus(a, containing: "clock master jam-b").contains("jam: follower, clock master jam-b"))
+        let release = try JamBridgeProcess(["-c", """
+            from pythonosc.udp_client import SimpleUDPClient
+            SimpleUDPClient("127.0.0.1", \(phonePort)).send_message("/jambridge/stop", [])
+            """], launcher: peersPython.path)
+        #expect(release.finish(killingAfter: 30).status == 0)
+        #expect(try waitForStatus(b, containing: "jam: idle").contains("jam: idle"))
+
         a.interrupt()
         b.interrupt()
         let (logA, logB) = (a.finish(killingAfter: 20), b.finish(killingAfter: 20))
