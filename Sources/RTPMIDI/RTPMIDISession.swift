@@ -376,7 +376,7 @@ public final class RTPMIDISession {
                 // Tracked when queued, not when played: a repair compares the journal with what
                 // we have accepted, and would play again what still waits for its time.
                 peer.midi.track(message)
-                if !peer.playout!.schedule(message, ticks: ticks ?? header.timestamp, now: now) { counters.lateEvents += 1 }
+                if !peer.playout!.schedule(message, ticks: ticks ?? 0, now: now) { counters.lateEvents += 1 }
             } else {
                 deliver(message, from: peer, at: now,
                         senderTime: ticks.flatMap { senderTime(header.timestamp &+ $0, of: peer, now: now) })
