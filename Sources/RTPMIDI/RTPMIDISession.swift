@@ -369,15 +369,17 @@ public final class RTPMIDISession {
         }
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
+        /// `ticks`: the message's delta time, in ticks after the packet's RTP timestamp; nil for a repair.
         func pass(_ message: MIDIMessage, ticks: UInt32?) {
             counters.messagesReceived += 1
             if peer.playout != nil {
                 // Tracked when queued, not when played: a repair compares the journal with what
                 // we have accepted, and would play again what still waits for its time.
                 peer.midi.track(message)
-                if !peer.playout!.schedule(message, ticks: ticks ?? header.timestamp, now: now) { counters.lateEvents += 1 }
+                if !peer.playout!.schedule(message, ticks: ticks ?? 0, now: now) { counters.lateEvents += 1 }
             } else {
-                deliver(message, from: peer, at: now, senderTime: ticks.flatMap { senderTime($0, of: peer, now: now) })
+                deliver(message, from: peer, at: now,
+                        senderTime: ticks.flatMap { senderTime(header.timestamp &+ $0, of: peer, now: now) })
             }
         }
         let packet = UnsafeRawBufferPointer(rebasing: bytes[payload])

@@ -14,6 +14,8 @@ final class RecordingHost: RTPMIDISessionDelegate {
     var received: [(MIDIMessage, String)] = []
     /// The time each received message was passed on for.
     var receivedTimes: [MonotonicInstant] = []
+    /// When the sender meant each received message, as the session read it (nil: unknown).
+    var senderTimes: [MonotonicInstant?] = []
     var joined: [PeerInfo] = []
     var left: [(PeerInfo, PeerLeaveReason)] = []
     var dropped: [String] = []
@@ -35,6 +37,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         received.append((message, peer.name))
         receivedTimes.append(time)
+        senderTimes.append(senderTime)
     }
     func session(peerJoined peer: PeerInfo) { joined.append(peer) }
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) { left.append((peer, reason)) }
@@ -474,6 +477,56 @@ final class VirtualNetwork {
         #expect(a.session.counters.guardPackets >= 1)
         let feedback = b.sentSessionPackets.filter { if case .receiverFeedback = $0 { true } else { false } }
         #expect(!feedback.isEmpty)
+    }
+
+    @Test func messagesPlayedOnArrivalCarryTheirRTPTimestampAndDeltaThroughTheClockOffset() {
+        // The jam's follower reads a master's ticks through these times; a tick's time is its packet's RTP
+        // timestamp plus its delta time, not the delta alone.
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        net.run(seconds: 1) // CK exchanges complete: the offset is 0, both sessions run on one virtual clock
+        #expect(b.session.connectedPeers.first?.clock?.offset == 0)
+        // Two messages in one packet, meant 30 ms and 12.34 ms ago: the second's time rides on a delta time.
+        let first = MonotonicInstant(nanoseconds: net.now.nanoseconds - 30_000_000)
+        let second = MonotonicInstant(nanoseconds: net.now.nanoseconds - 12_340_000)
+        a.session.send(noteOn(0, 60), at: first)
+        a.session.send(noteOn(0, 62), at: second)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 62)])
+        // Each in the middle of its 100 µs tick.
+        let middle = { (time: MonotonicInstant) in
+            MonotonicInstant(nanoseconds: time.nanoseconds / 100_000 * 100_000 + 50_000)
+        }
+        #expect(b.senderTimes == [middle(first), middle(second)])
+    }
+
+    @Test func aRepairUnderTimestampPlayoutIsPlayedInItsPlaceNotHeldBack() {
+        // What a journal repairs has no delta time: it plays at its packet's time. (Given the packet's whole RTP
+        // timestamp as a delta, a repair waited hours, and every later event behind it.)
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200) { $0.playout = [(NameGlob("*"), true)] }
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        var dropNext = false
+        net.lose = { bytes, _ in
+            guard bytes.first == 0x80 else { return false }
+            defer { dropNext.toggle() }
+            return dropNext
+        }
+        for note in UInt8(0)..<4 {
+            a.session.send(noteOn(0, note), at: net.now)
+            a.session.flush()
+            net.deliver()
+            net.run(seconds: 0.02, step: 0.005)
+        }
+        net.run(seconds: 1.1, step: 0.005)
+        #expect(b.session.counters.repairs >= 2)
+        #expect(b.received.map(\.0) == (0..<4).map { noteOn(0, $0) })
     }
 
     @Test func aClockSyncWithExtremeTimestampsWrapsInsteadOfTrapping() {
