@@ -367,6 +367,7 @@ public final class RTPMIDISession {
                 peer.lossUnrepaired = true
             }
         }
+        let firstPacket = peer.lastSequence == nil
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
         /// `ticks`: the message's delta time, in ticks after the packet's RTP timestamp; nil for a repair.
@@ -385,7 +386,15 @@ public final class RTPMIDISession {
         let packet = UnsafeRawBufferPointer(rebasing: bytes[payload])
         do {
             try peer.receiver.receive(packet, validated: { journal in
-                guard peer.lossUnrepaired, let journal else { return }
+                guard let journal else { return }
+                // The first packet shows no gap, but its journal's history may begin before it: packets it
+                // overtook (a master's Start, sent in the same instant as its first tick) or that were lost. They
+                // are repaired from it now; dropped as late when they come, they would be lost for good.
+                if firstPacket, packet[journal].count >= 3,
+                   UInt16(packet[journal.lowerBound + 1]) << 8 | UInt16(packet[journal.lowerBound + 2]) &+ 1 != header.sequence {
+                    peer.lossUnrepaired = true
+                }
+                guard peer.lossUnrepaired else { return }
                 repair(peer, journal: UnsafeRawBufferPointer(rebasing: packet[journal]), from: address) { pass($0, ticks: nil) }
             }) { message, ticks in pass(message, ticks: ticks) }
         } catch {

@@ -529,6 +529,52 @@ final class VirtualNetwork {
         #expect(b.received.map(\.0) == (0..<4).map { noteOn(0, $0) })
     }
 
+    @Test func aStartOvertakenByTheFirstTickComesBackFromThatTicksJournal() {
+        // A master sends Start and its first tick in the same instant, one packet each; through a jittery network
+        // the tick may come first. No gap shows (it is the first packet) and the Start, when it comes, is dropped
+        // as late; but the tick's journal covers the history since before the Start (chapter Q: running, at clock
+        // 0), so the Start comes back at once, before the tick. (Left to a later journal, it would often
+        // not come back at all: the receiver's RS confirms the Start with the tick, and chapter Q leaves later
+        // journals until the next change.)
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        func packet(_ message: MIDIMessage) -> [UInt8] {
+            a.session.send(message, at: net.now)
+            a.session.flush()
+            defer { a.outbox.removeAll() }
+            return a.outbox.first { $0.port == .data && $0.bytes.first == 0x80 }!.bytes
+        }
+        let start = packet(.start), first = packet(.timingClock), second = packet(.timingClock)
+        for datagram in [first, start, second] {
+            datagram.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: net.now) }
+        }
+        #expect(b.session.counters.latePackets == 1)
+        #expect(b.received.map(\.0) == [.start, .timingClock, .timingClock]) // chapter Q: running, at clock 0
+    }
+
+    @Test func aDuplicatePacketRepairsNothing() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        var packets: [[UInt8]] = []
+        for note in UInt8(60)..<63 {
+            a.session.send(noteOn(0, note), at: net.now)
+            a.session.flush()
+            packets += a.outbox.filter { $0.port == .data && $0.bytes.first == 0x80 }.map(\.bytes)
+            a.outbox.removeAll()
+        }
+        for datagram in [packets[0], packets[1], packets[1], packets[2]] {
+            datagram.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: net.now) }
+        }
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 61), noteOn(0, 62)])
+        #expect(b.session.counters.repairMessages == 0)
+    }
+
     @Test func aClockSyncWithExtremeTimestampsWrapsInsteadOfTrapping() {
         // Found by FuzzSessionPacket: ts1 = ts3 = 0 and ts2 = 2^63 give an offset of Int64.min,
         // whose negation trapped when the responder stored it.
