@@ -1,0 +1,780 @@
+#!/usr/bin/env python3
+"""The jam's clock against issue 13's targets, measured from outside jambridge, on 127.0.0.1 only.
+
+  jitter   One jambridge (`clock: {}`, a session) is told `jambridge start`; a listener joins its session and
+           stamps every packet with the kernel's receive time (SO_TIMESTAMPNS, moved onto CLOCK_MONOTONIC).
+           Prints the tick intervals' standard deviation and largest deviation from the nominal period, and
+           each tick's lateness against the instant it was scheduled for (recovered from the RTP timestamps,
+           which carry the scheduled instants: every tick k lies on anchor + k x period, and the 100 us stamps
+           of a minute of ticks pin the anchor to a few microseconds).
+  follow   Three jambridge instances: A leads (`clock: {}`), B follows it (`clock: { to: [listener] }`, ticks
+           regenerated from its timeline) and C relays A's clock to its listener as it arrives (no `clock:`:
+           a plain route, the "immediate" follower). A reaches B and C through relays in this process that
+           delay every datagram, both ways, by a uniform random 0..MAX ms (`--delay all`; `--delay rtp` delays
+           only A's RTP packets and leaves clock sync exact, as Tests' LossyRelay does). Three listeners, one
+           per instance, stamp what each instance plays on one clock. Prints B's and C's tick and beat times
+           against A's, the CK offset B reads A's timestamps through (emulated from the CK packets the relay
+           saw: both instances share CLOCK_MONOTONIC, so the true offset is 0) and B's timeline as its RTP
+           timestamps say it.
+
+The listeners are AppleMIDI initiators built from Tests/Peers/applemidi.py (handshakes by hand) and decode
+RTP-MIDI with PyPI pymidi's packet parser, which nobody here wrote (a hand-written fallback is counted).
+A real-time canary per CPU (SCHED_FIFO 19, waking every 2 ms) tells late ticks that jambridge made from stalls
+of the machine. Route files use `bind: 127.0.0.1` and `advertise: false`; status files and control sockets go
+to a temporary JAMBRIDGE_STATUS_DIR (removed afterwards unless --keep). Every process this starts is ended by
+its PID.
+"""
+import argparse
+import heapq
+import math
+import os
+import random
+import select
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "Peers"))
+import applemidi  # noqa: E402
+from pymidi import packets  # noqa: E402
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+TICK_NS = 100_000  # the RTP-MIDI session clock's tick (10 kHz)
+CLOCK, START, CONTINUE, STOP = 0xF8, 0xFA, 0xFB, 0xFC
+
+
+def mono():
+    return time.monotonic_ns()  # CLOCK_MONOTONIC, as jambridge's MonotonicInstant
+
+
+def period_ns(bpm):
+    return 60e9 / (bpm * 24)
+
+
+# MARK: Decoding RTP-MIDI
+
+def decode_by_hand(datagram):
+    """(timestamp, sequence, [(delta, status)]) of an RTP-MIDI packet: status bytes of the commands only."""
+    sequence, timestamp = struct.unpack(">HI", datagram[2:8])
+    flags = datagram[12]
+    length, at = (flags & 0x0F, 13) if not flags & 0x80 else (((flags & 0x0F) << 8) | datagram[13], 14)
+    end, commands, delta, status, first = at + length, [], 0, 0, True
+    while at < end:
+        if not first or flags & 0x20:
+            delta = 0
+            while True:
+                byte = datagram[at]
+                at += 1
+                delta = (delta << 7) | (byte & 0x7F)
+                if not byte & 0x80:
+                    break
+        first = False
+        if datagram[at] & 0x80:
+            status = datagram[at]
+            at += 1
+        commands.append((delta, status))
+        if status >= 0xF8 or status in (0xF6,):
+            continue
+        high = status & 0xF0
+        size = {0xC0: 1, 0xD0: 1, 0xF1: 1, 0xF3: 1, 0xF2: 2}.get(high if high != 0xF0 else status, 2)
+        at += size
+    return timestamp, sequence, commands
+
+
+class Decoder:
+    def __init__(self):
+        self.fallbacks = 0
+
+    def decode(self, datagram):
+        try:
+            packet = packets.MIDIPacket.parse(datagram)
+            commands = [(entry.delta_time or 0, int(entry.command_byte)) for entry in packet.command.midi_list]
+            return packet.header.timestamp, packet.header.rtp_header.sequence_number, commands
+        except Exception:  # pymidi reads only a few journal forms
+            self.fallbacks += 1
+            return decode_by_hand(datagram)
+
+
+# MARK: A session member that records what it is sent
+
+def realtime_offset():
+    """CLOCK_REALTIME - CLOCK_MONOTONIC in ns, from two real-time reads around a monotonic one that came close
+    together (a read interrupted by the scheduler would move every arrival by the interruption)."""
+    best = None
+    for _ in range(50):
+        before, middle, after = time.time_ns(), mono(), time.time_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) // 2 - middle)
+        if after - before < 2_000:
+            break
+    return best[1]
+
+
+class Listener:
+    """Joins the jambridge session on `port` (it invites), keeps the session alive with CK, and records every
+    RTP-MIDI packet it gets: (arrival on CLOCK_MONOTONIC from the kernel's stamp, RTP timestamp, commands)."""
+
+    def __init__(self, name, port, decoder):
+        self.name, self.port, self.decoder = name, port, decoder
+        self.control, self.data = applemidi.port_pair()
+        for sock in (self.control, self.data):
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.token, self.ssrc = random.randint(1, 2 ** 32 - 1), random.randint(1, 2 ** 32 - 1)
+        self.records = []  # (arrival_ns, rtp_timestamp, [(delta, status)])
+        self.next_sync, self.next_feedback, self.last_sequence = 0, 0, None
+        self.unstamped = 0
+        self.realtime_offset = realtime_offset()
+
+    def join(self):
+        for sock, port in ((self.control, self.port), (self.data, self.port + 1)):
+            sock.sendto(applemidi.handshake(applemidi.IN, self.token, self.ssrc, self.name), ("127.0.0.1", port))
+            if applemidi.answer(sock) != "OK":
+                raise SystemExit("%s: jambridge on port %d did not accept the invitation" % (self.name, port))
+        for sock in (self.control, self.data):
+            sock.setblocking(False)
+
+    def sockets(self):
+        return [self.control, self.data]
+
+    def readable(self, sock):
+        while True:
+            try:
+                datagram, ancillary, _, _ = sock.recvmsg(65536, 256)
+            except BlockingIOError:
+                return
+            arrival = mono()
+            for level, kind, value in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    seconds, nanoseconds = struct.unpack("qq", value[:16])
+                    arrival = seconds * 1_000_000_000 + nanoseconds - self.realtime_offset
+                    break
+            else:
+                self.unstamped += 1
+            if datagram[:2] == b"\xff\xff":
+                self.session_packet(sock, datagram)
+            elif len(datagram) >= 13 and datagram[0] & 0xC0 == 0x80:
+                timestamp, sequence, commands = self.decoder.decode(datagram)
+                self.last_sequence = sequence
+                self.records.append((arrival, timestamp, commands))
+
+    def session_packet(self, sock, datagram):
+        if datagram[2:4] != b"CK" or len(datagram) < 36:
+            return
+        count = datagram[8]
+        ts1, ts2, _ = struct.unpack(">QQQ", datagram[12:36])
+        now = mono() // TICK_NS
+        if count == 0:
+            self.send_ck(1, ts1, now, 0)
+        elif count == 1:
+            self.send_ck(2, ts1, ts2, now)
+
+    def send_ck(self, count, ts1, ts2, ts3):
+        packet = struct.pack(">HHIB3xQQQ", 0xFFFF, 0x434B, self.ssrc, count, ts1, ts2, ts3)
+        self.data.sendto(packet, ("127.0.0.1", self.port + 1))
+
+    def housekeeping(self, now):
+        """CK every 2 s (a peer that invited is dropped after `timeout` without one); RS every second; the
+        offset of the kernel's (real-time) stamps to CLOCK_MONOTONIC measured again with each CK."""
+        if now >= self.next_sync:
+            self.realtime_offset = realtime_offset()
+        if now >= self.next_sync:
+            self.send_ck(0, now // TICK_NS, 0, 0)
+            self.next_sync = now + 2_000_000_000
+        if now >= self.next_feedback and self.last_sequence is not None:
+            packet = struct.pack(">HHIHH", 0xFFFF, 0x5253, self.ssrc, self.last_sequence, 0)
+            self.control.sendto(packet, ("127.0.0.1", self.port))
+            self.next_feedback = now + 1_000_000_000
+        return min(self.next_sync, self.next_feedback if self.last_sequence is not None else self.next_sync)
+
+    def leave(self):
+        self.control.sendto(applemidi.handshake(applemidi.BY, self.token, self.ssrc), ("127.0.0.1", self.port))
+
+    def stream(self):
+        """[(arrival, rtp_timestamp + delta, status)] of every command, in arrival order."""
+        return [(arrival, timestamp + delta, status) for arrival, timestamp, commands in self.records
+                for delta, status in commands]
+
+
+# MARK: A bad network
+
+class Relay:
+    """Stands between A (which invites the relay's front ports) and the session on `target` (B or C): every
+    datagram is sent on after a uniform random delay of 0..`max_delay` ns (mode `all`), or only A's RTP packets
+    are (mode `rtp`). Logs every CK packet it sends on, for the offset the far side reads A's clock through."""
+
+    def __init__(self, target, max_delay, mode, rng, scheduler):
+        self.target, self.max_delay, self.mode, self.rng, self.scheduler = target, max_delay, mode, rng, scheduler
+        self.front, self.back = applemidi.port_pair(), applemidi.port_pair()
+        for sock in self.front + self.back:
+            sock.setblocking(False)
+        self.senders = {}
+        self.ck_log = []  # (sent_ns, direction "AB"/"BA", count, ts1, ts2, ts3)
+        self.forwarded = {"AB": 0, "BA": 0}
+        self.rtp_log = []  # (received_ns, sent_ns, sequence) of A's RTP packets
+
+    @property
+    def control_port(self):
+        return self.front[0].getsockname()[1]
+
+    def sockets(self):
+        return list(self.front) + list(self.back)
+
+    def readable(self, sock):
+        while True:
+            try:
+                datagram, sender = sock.recvfrom(65536)
+            except BlockingIOError:
+                return
+            now = mono()
+            if sock in self.front:
+                index = self.front.index(sock)
+                self.senders[index] = sender
+                out, to, direction = self.back[index], ("127.0.0.1", self.target + index), "AB"
+            else:
+                index = self.back.index(sock)
+                if index not in self.senders:
+                    continue
+                out, to, direction = self.front[index], self.senders[index], "BA"
+            delayed = self.mode == "all" or (direction == "AB" and datagram[:1] != b"\xff" and index == 1)
+            delay = int(self.rng.uniform(0, self.max_delay)) if delayed else 0
+            self.scheduler.at(now + delay, lambda out=out, datagram=datagram, to=to, direction=direction, now=now:
+                              self.send(out, datagram, to, direction, now))
+
+    def send(self, sock, datagram, to, direction, received):
+        sock.sendto(datagram, to)
+        self.forwarded[direction] += 1
+        if direction == "AB" and datagram[:1] != b"\xff" and len(datagram) >= 12:
+            self.rtp_log.append((received, mono(), struct.unpack(">H", datagram[2:4])[0], datagram[12:16].hex()))
+        if datagram[:4] == b"\xff\xffCK" and len(datagram) >= 36:
+            self.ck_log.append((mono(), direction, datagram[8]) + struct.unpack(">QQQ", datagram[12:36]))
+
+
+class Scheduler:
+    def __init__(self):
+        self.heap, self.count = [], 0
+
+    def at(self, when, action):
+        self.count += 1
+        heapq.heappush(self.heap, (when, self.count, action))
+
+    def run_due(self, now):
+        while self.heap and self.heap[0][0] <= now:
+            heapq.heappop(self.heap)[2]()
+        return self.heap[0][0] if self.heap else None
+
+
+def pump(members, until, scheduler=None):
+    """Serves the listeners' and relays' sockets and the relays' schedule until `until` (CLOCK_MONOTONIC ns)."""
+    owners = {sock: member for member in members for sock in member.sockets()}
+    socks = list(owners)
+    while True:
+        now = mono()
+        if now >= until:
+            return
+        wake = until
+        if scheduler:
+            due = scheduler.run_due(now)
+            wake = min(wake, due) if due else wake
+        for member in members:
+            if isinstance(member, Listener):
+                wake = min(wake, member.housekeeping(now))
+        timeout = max(0, wake - mono()) / 1e9
+        ready, _, _ = select.select(socks, [], [], timeout)
+        for sock in ready:
+            owners[sock].readable(sock)
+
+
+# MARK: Processes
+
+class Processes:
+    """The jambridge instances and load loops this run started; `end` ends each by its PID."""
+
+    def __init__(self, binary, directory, prefix):
+        self.binary, self.directory, self.prefix = binary, directory, prefix
+        self.env = dict(os.environ, JAMBRIDGE_STATUS_DIR=os.path.join(directory, "status"))
+        self.started = []
+
+    def jambridge(self, name, routes):
+        path = os.path.join(self.directory, name + ".yaml")
+        with open(path, "w") as file:
+            file.write(routes)
+        log = open(os.path.join(self.directory, name + ".log"), "w")
+        process = subprocess.Popen(self.prefix + [self.binary, "run", path], stdout=log, stderr=subprocess.STDOUT,
+                                   env=self.env)
+        self.started.append(process)
+        self.wait_for(name, "listening on UDP ports")
+        return process
+
+    def log(self, name):
+        with open(os.path.join(self.directory, name + ".log")) as file:
+            return file.read()
+
+    def wait_for(self, name, text, seconds=10):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if text in self.log(name):
+                return
+            time.sleep(0.05)
+        raise SystemExit("%s did not log '%s':\n%s" % (name, text, self.log(name)))
+
+    def control(self, process, *command, serving=None):
+        """Runs `jambridge COMMAND --pid PID`; `serving` (members, scheduler) are served meanwhile, so that the
+        relays do not hold packets back while the command runs."""
+        child = subprocess.Popen([self.binary, *command, "--pid", str(process.pid)], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 10
+        while child.poll() is None and time.monotonic() < deadline:
+            if serving:
+                pump(serving[0], mono() + 2_000_000, serving[1])
+            else:
+                time.sleep(0.002)
+        if child.poll() is None:
+            child.kill()
+        return child.communicate()[0].strip()
+
+    def load(self, cpus):
+        for cpu in cpus:
+            process = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
+            self.started.append(process)
+
+    def end(self):
+        for process in reversed(self.started):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.started:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def free_base_port():
+    """An even port p with p..p+5 free on 127.0.0.1 (three sessions' control and data ports)."""
+    for _ in range(100):
+        base = random.randrange(20000, 38000, 2)
+        socks = []
+        try:
+            for port in range(base, base + 6):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise SystemExit("no free ports")
+
+
+# A real-time canary per CPU: wakes every 2 ms at SCHED_FIFO 19 (below jambridge's clock thread, 20) and notes
+# when it woke more than 0.5 ms late, so that a late tick can be told from a machine that stalled (a shared VM's
+# host taking a vCPU away, which shows as steal time too, or the kernel).
+CANARY = r"""
+import os, signal, sys, time
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(19))
+stopped = []
+signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
+period, worst, stalls = 2_000_000, 0, []
+due = time.monotonic_ns() + period
+while not stopped:
+    time.sleep(max(0, due - time.monotonic_ns()) / 1e9)
+    now = time.monotonic_ns()
+    worst = max(worst, now - due)
+    if now - due > 500_000:
+        stalls.append((due, now - due))
+    due = max(due + period, now + period // 2)
+print(worst, len(stalls))
+for stall in stalls:
+    print(*stall)
+"""
+
+
+def start_canary(processes):
+    """One canary pinned to each CPU: a stall of one vCPU shows on its canary."""
+    canaries = []
+    for cpu in range(os.cpu_count()):
+        process = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", CANARY],
+                                   stdout=subprocess.PIPE, text=True)
+        processes.started.append(process)
+        canaries.append(process)
+    return canaries
+
+
+def canary_result(canaries):
+    """Stops the canaries: (worst lateness ns, [(due, lateness)]) of their stalls over 0.5 ms."""
+    worst, stalls = 0, []
+    for process in canaries:
+        process.send_signal(signal.SIGTERM)
+    for process in canaries:
+        lines = process.communicate(timeout=30)[0].splitlines()
+        worst = max(worst, int(lines[0].split()[0]))
+        stalls += [tuple(map(int, line.split())) for line in lines[1:]]
+    return worst, sorted(stalls)
+
+
+def stolen_and_load():
+    """CPU time the hypervisor took (steal, seconds, all cores) and the 1-minute load average."""
+    fields = open("/proc/stat").readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK"), float(open("/proc/loadavg").read().split()[0])
+
+
+def coincide(lates, stalls, slack=2_000_000):
+    """How many of `lates` [(instant, lateness)] overlap a canary stall (within `slack`)."""
+    return sum(1 for instant, late in lates
+               if any(due - slack <= instant + late and instant <= due + stall + slack for due, stall in stalls))
+
+
+# MARK: Statistics
+
+def percentile(values, p):
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))
+    return ordered[index]
+
+
+def us(ns):
+    return "%.1f" % (ns / 1000)
+
+
+def ms(ns):
+    return "%.2f" % (ns / 1e6)
+
+
+def ticks_after_start(stream):
+    """The clock ticks after the last Start or Continue (a Start overtaken by the tick after it is dropped as late
+    and comes back from the journal as Continue): [(arrival, rtp_time_ns)]."""
+    starts = [i for i, (_, _, status) in enumerate(stream) if status in (START, CONTINUE)]
+    if not starts:
+        return []
+    stops = [i for i, (_, _, status) in enumerate(stream) if status == STOP and i > starts[-1]]
+    end = stops[0] if stops else len(stream)
+    return [(arrival, stamp * TICK_NS) for arrival, stamp, status in stream[starts[-1]:end] if status == CLOCK]
+
+
+def scheduled_instants(ticks, period):
+    """The instants the ticks were scheduled for: anchor + k x period, the anchor pinned by every tick's 100 us
+    RTP stamp (floor of its instant). Returns (instants, uncertainty_ns) or (None, why) if they do not fit."""
+    low = max(stamp - k * period for k, (_, stamp) in enumerate(ticks))
+    high = min(stamp + TICK_NS - k * period for k, (_, stamp) in enumerate(ticks))
+    if low > high:
+        return None, "the RTP stamps do not lie on one %.1f us grid (%.1f us apart)" % (period / 1000, (low - high) / 1000)
+    anchor = (low + high) / 2
+    return [anchor + k * period for k in range(len(ticks))], (high - low) / 2
+
+
+# MARK: Scenarios
+
+def jitter(arguments):
+    decoder = Decoder()
+    base = free_base_port()
+    directory = tempfile.mkdtemp(prefix="jam-clock-bench-")
+    prefix = ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"] if arguments.no_rt else []
+    processes = Processes(arguments.jambridge, directory, prefix)
+    steal_before, load_before = stolen_and_load()
+    try:
+        processes.load(arguments.load)
+        canary = start_canary(processes)
+        a = processes.jambridge("a", "session: { name: jam-a, port: %d, bind: 127.0.0.1, advertise: false }\n"
+                                     "clock: { tempo: %g }\n" % (base, arguments.tempo))
+        listener = Listener("bench-listener", base, decoder)
+        listener.join()
+        pump([listener], mono() + 500_000_000)
+        print("# start: %s" % processes.control(a, "start", serving=([listener], None)))
+        pump([listener], mono() + int(arguments.seconds * 1e9))
+        status = processes.control(a, "status", serving=([listener], None))
+        processes.control(a, "stop", serving=([listener], None))
+        pump([listener], mono() + 300_000_000)
+        listener.leave()
+        steal_after, load_after = stolen_and_load()
+        canary_worst, stalls = canary_result(canary)
+    finally:
+        processes.end()
+    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per CPU): worst "
+          "wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal_after - steal_before,
+                                                  arguments.load or "none", us(canary_worst), len(stalls)))
+    log = processes.log("a")
+    priority = [line.split("] ", 1)[1] for line in log.splitlines() if "clock thread runs" in line]
+    print("# %s" % (priority[0] if priority else "no clock thread line in the log"))
+    print("# status: %s" % " | ".join(status.splitlines()[-1:]))
+    period = period_ns(arguments.tempo)
+    ticks = ticks_after_start(listener.stream())
+    ticks = ticks[int(arguments.skip * 1e9 / period):]
+    if len(ticks) < 10:
+        raise SystemExit("only %d ticks heard; log:\n%s" % (len(ticks), log))
+    arrivals = [arrival for arrival, _ in ticks]
+    intervals = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    deviations = [interval - period for interval in intervals]
+    instants, uncertainty = scheduled_instants(ticks, period)
+    print("ticks %d (after the first %.1f s), pymidi decode fallbacks %d, unstamped %d"
+          % (len(ticks), arguments.skip, decoder.fallbacks, listener.unstamped))
+    print("interval at arrival: mean %s us (nominal %s), std %s us, max |deviation| %s us, p99 |deviation| %s us"
+          % (us(statistics.fmean(intervals)), us(period), us(statistics.pstdev(intervals)),
+             us(max(abs(d) for d in deviations)), us(percentile([abs(d) for d in deviations], 99))))
+    stamp_intervals = [b - a for (_, a), (_, b) in zip(ticks, ticks[1:])]
+    print("interval of the RTP stamps: min %s us, max %s us (100 us quantum)"
+          % (us(min(stamp_intervals)), us(max(stamp_intervals))))
+    if instants is None:
+        print("lateness: %s" % uncertainty)
+    else:
+        lateness = [arrival - instant for arrival, instant in zip(arrivals, instants)]
+        print("arrival - scheduled instant (anchor known to +-%s us): min %s us, p50 %s, p99 %s, p99.9 %s, max %s us, "
+              "std %s us" % (us(uncertainty), us(min(lateness)), us(percentile(lateness, 50)),
+                             us(percentile(lateness, 99)), us(percentile(lateness, 99.9)), us(max(lateness)),
+                             us(statistics.pstdev(lateness))))
+        lates = [(instant, late) for instant, late in zip(instants, lateness) if late > 500_000]
+        print("ticks over 0.5 ms late: %d, of which %d during a canary stall" % (len(lates), coincide(lates, stalls)))
+        calm = [interval - period for interval, before, after in zip(intervals, lateness, lateness[1:])
+                if before <= 500_000 and after <= 500_000]
+        print("intervals between ticks neither over 0.5 ms late (%d): std %s us, max |deviation| %s us"
+              % (len(calm), us(statistics.pstdev(calm)), us(max(map(abs, calm)))))
+    if arguments.keep:
+        with open(os.path.join(directory, "ticks.txt"), "w") as file:
+            for (arrival, stamp), instant in zip(ticks, instants or [0] * len(ticks)):
+                file.write("%d %d %.0f\n" % (arrival, stamp, instant))
+        print("# kept %s" % directory)
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def follow(arguments):
+    decoder = Decoder()
+    rng = random.Random(arguments.seed)
+    base = free_base_port()
+    directory = tempfile.mkdtemp(prefix="jam-clock-bench-")
+    processes = Processes(arguments.jambridge, directory, [])
+    scheduler = Scheduler()
+    max_delay = int(arguments.max_delay * 1e6)
+    relay_b = Relay(base + 2, max_delay, arguments.delay, rng, scheduler)
+    relay_c = Relay(base + 4, max_delay, arguments.delay, rng, scheduler)
+    relays = [relay_b, relay_c]
+    steal_before, load_before = stolen_and_load()
+    try:
+        processes.load(arguments.load)
+        canary = start_canary(processes)
+        b = processes.jambridge("b", """\
+session: { name: jam-b, port: %d, bind: 127.0.0.1, advertise: false }
+endpoints:
+  listener: { peer: bench-listener-b }
+clock: { to: [listener] }
+""" % (base + 2))
+        c = processes.jambridge("c", """\
+session: { name: jam-c, port: %d, bind: 127.0.0.1, advertise: false }
+endpoints:
+  master: { peer: jam-a }
+  listener: { peer: bench-listener-c }
+routes:
+  - { from: master, to: listener }
+""" % (base + 4))
+        a = processes.jambridge("a", """\
+session: { name: jam-a, port: %d, bind: 127.0.0.1, advertise: false,
+           invite: [ { host: 127.0.0.1, port: %d }, { host: 127.0.0.1, port: %d } ] }
+clock: { tempo: %g }
+""" % (base, relay_b.control_port, relay_c.control_port, arguments.tempo))
+        listeners = [Listener("bench-listener-%s" % name, port, decoder)
+                     for name, port in (("a", base), ("b", base + 2), ("c", base + 4))]
+        for listener in listeners:
+            listener.join()
+        members = listeners + relays
+        # The relays must be served while A invites B and C through them; then CK settles (quick syncs).
+        pump(members, mono() + int(arguments.settle * 1e9), scheduler)
+        for name in ("b", "c"):
+            if "peer 'jam-a' joined" not in processes.log(name):
+                raise SystemExit("%s: jam-a has not joined:\n%s" % (name, processes.log(name)))
+        started_at = mono()
+        print("# start: %s" % processes.control(a, "start", serving=(members, scheduler)))
+        pump(members, mono() + int(arguments.seconds * 1e9), scheduler)
+        statuses = {name: processes.control(p, "status", serving=(members, scheduler)).splitlines()[-1]
+                    for name, p in (("a", a), ("b", b))}
+        status_dir = processes.env["JAMBRIDGE_STATUS_DIR"]
+        peer_lines = [line for name in sorted(os.listdir(status_dir)) if name.endswith(".status")
+                      for line in open(os.path.join(status_dir, name)).read().splitlines()]
+        processes.control(a, "stop", serving=(members, scheduler))
+        pump(members, mono() + 500_000_000, scheduler)
+        for listener in listeners:
+            listener.leave()
+        pump(members, mono() + 200_000_000, scheduler)
+        steal_after, load_after = stolen_and_load()
+        canary_worst, stalls = canary_result(canary)
+    finally:
+        processes.end()
+    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per CPU): worst "
+          "wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal_after - steal_before,
+                                                  arguments.load or "none", us(canary_worst), len(stalls)))
+    for name in ("a", "b"):
+        print("# %s: %s" % (name, statuses[name]))
+    for line in peer_lines:
+        print("# status file: %s" % line.replace("\t", " "))
+    if arguments.keep:
+        with open(os.path.join(directory, "relay-b-ck.txt"), "w") as file:
+            for entry in relay_b.ck_log:
+                file.write("%d %s %d %d %d %d\n" % entry)
+        with open(os.path.join(directory, "relay-b-rtp.txt"), "w") as file:
+            for entry in relay_b.rtp_log:
+                file.write("%d %d %d %s\n" % entry)
+        for listener in listeners:
+            with open(os.path.join(directory, listener.name + ".txt"), "w") as file:
+                for arrival, stamp, status in listener.stream():
+                    file.write("%d %d %02X\n" % (arrival, stamp, status))
+    period = period_ns(arguments.tempo)
+    streams = {listener.name[-1]: ticks_after_start(listener.stream()) for listener in listeners}
+    master = streams["a"]
+    if len(master) < 48:
+        raise SystemExit("A sent %d ticks; logs:\n%s" % (len(master), processes.log("a")))
+    print("ticks heard: A %d, B %d, C %d; pymidi decode fallbacks %d; relay datagrams A->B %d, B->A %d"
+          % (len(master), len(streams["b"]), len(streams["c"]), decoder.fallbacks, relay_b.forwarded["AB"],
+             relay_b.forwarded["BA"]))
+    for name in ("b", "c"):
+        for line in processes.log(name).splitlines():
+            if "stopped:" in line and "session" in line:
+                counts = [part for part in line.split(": ", 2)[-1].split(", ")
+                          if "lost" in part or "late" in part]
+                print("# %s's session: %s" % (name.upper(), ", ".join(counts)))
+    warmup = started_at + int(arguments.skip * 1e9)
+    master_stamps = [stamp for _, stamp in master]
+
+    def pairs(ticks):
+        """Each tick with A's tick of the nearest RTP stamp (a follower stamps a tick with the instant it meant it
+        for; the immediate follower with its arrival), after the warm-up: [(k, output offset, timeline offset,
+        A's send lateness, its own send lateness, its stamp)], in ns."""
+        result, j = [], 0
+        for arrival, stamp in ticks:
+            while j + 1 < len(master_stamps) and abs(master_stamps[j + 1] - stamp) <= abs(master_stamps[j] - stamp):
+                j += 1
+            if stamp > master_stamps[-1] + period / 2:
+                continue  # predicted past A's last tick, before A's Stop reached it: counted in `beyond`
+            if arrival >= warmup and master[j][0] >= warmup:
+                result.append((j, arrival - master[j][0], stamp - master[j][1], master[j][0] - master[j][1],
+                               arrival - stamp, stamp))
+        return result
+
+    def stalled(entry):
+        """A tick that A or the follower sent over 0.5 ms late while the canary also stalled: the machine's."""
+        _, _, _, late_a, late_self, stamp = entry
+        return any(late > 500_000 and coincide([(stamp, late)], stalls) for late in (late_a, late_self))
+
+    def summary(values):
+        return ("mean %s ms, mean |.| %s ms, std %s ms, p99 |.| %s ms, max |.| %s ms"
+                % (ms(statistics.fmean(values)), ms(statistics.fmean(map(abs, values))), ms(statistics.pstdev(values)),
+                   ms(percentile([abs(v) for v in values], 99)), ms(max(map(abs, values)))))
+
+    def report(label, entries):
+        if not entries:
+            print("%s: nothing paired" % label)
+            return
+        calm = [entry for entry in entries if not stalled(entry)]
+        duplicates = len(entries) - len({entry[0] for entry in entries})
+        print("%s: %d ticks paired, %d on an A tick paired already, %d sent late in a machine stall"
+              % (label, len(entries), duplicates, len(entries) - len(calm)))
+        for name, chosen in (("every tick", entries), ("outside machine stalls", calm)):
+            beats = [entry[1] for entry in chosen if entry[0] % 24 == 0]
+            print("  %-22s output offset %s; beats (%d): mean |.| %s ms, max |.| %s ms"
+                  % (name, summary([entry[1] for entry in chosen]), len(beats),
+                     ms(statistics.fmean(map(abs, beats))) if beats else "-", ms(max(map(abs, beats))) if beats else "-"))
+        print("  %-22s timeline (own RTP stamp - A's) %s" % ("outside machine stalls", summary([e[2] for e in calm])))
+        lateness = [entry[4] for entry in calm]
+        print("  %-22s own send lateness (arrival - own stamp, 0-100 us of it the stamp's quantum): p50 %s us, "
+              "p99 %s us, max %s us" % ("outside machine stalls", us(percentile(lateness, 50)),
+                                        us(percentile(lateness, 99)), us(max(lateness))))
+        return entries
+
+    for name in ("b", "c"):
+        beyond = sum(1 for _, stamp in streams[name] if stamp > master_stamps[-1] + period / 2)
+        if beyond:
+            print("# %s sent %d tick(s) after A's last one (predicted before A's Stop reached it); not paired"
+                  % (name.upper(), beyond))
+    follower = pairs(streams["b"])
+    immediate = pairs(streams["c"])
+    print("# against A's ticks as A's listener heard them, after the first %.1f s, on CLOCK_MONOTONIC:" % arguments.skip)
+    report("B (follower, regenerated)", follower)
+    report("C (immediate, relayed as it arrives)", immediate)
+    lateness_a = [arrival - stamp for arrival, stamp in master if arrival >= warmup]
+    late_a = [(stamp, arrival - stamp) for arrival, stamp in master if arrival >= warmup and arrival - stamp > 500_000]
+    print("A's send lateness: p50 %s us, p99 %s us, max %s us; %d ticks over 0.5 ms, %d of them in a canary stall"
+          % (us(percentile(lateness_a, 50)), us(percentile(lateness_a, 99)), us(max(lateness_a)), len(late_a),
+             coincide(late_a, stalls)))
+    stamps = [entry[2] for entry in follower if not stalled(entry)]
+    stamp_times = [entry[5] for entry in follower if not stalled(entry)]
+    ck = ck_offsets(relay_b.ck_log)
+    if ck:
+        in_force = []
+        for stamp in stamp_times:
+            current = [offset for when, offset, _ in ck if when <= stamp]
+            in_force.append(current[-1] if current else 0)
+        rounds = [round_trip for _, _, round_trip in ck]
+        print("B's CK offset to A (true offset 0; emulated: shortest round trip of the last 4 s): %d changes, chosen "
+              "round trips %s-%s ms; in force over the ticks: mean %s ms, mean |.| %s ms, max |.| %s ms"
+              % (len(ck), ms(min(rounds)), ms(max(rounds)), ms(statistics.fmean(in_force)),
+                 ms(statistics.fmean(map(abs, in_force))), ms(max(map(abs, in_force)))))
+        residual = [stamp - offset for stamp, offset in zip(stamps, in_force)]
+        if residual:
+            print("B's timeline less the CK offset in force (the filter's own error, 100 us quanta): %s" % summary(residual))
+    if arguments.keep:
+        print("# kept %s" % directory)
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def ck_offsets(log):
+    """The offset B reads A's timestamps through, over time: [(since_ns, offset_ns, round_trip_ns)], each time it
+    changes. From the CK packets the relay delivered: B's samples are its own exchanges (completed when A's CK 1
+    reaches it: ts3) and A's (when A's CK 2 reaches it); the one kept is the shortest round trip of the last 4 s
+    (at most 16), as SessionPeer.recordClockSync keeps."""
+    samples = []
+    for sent, direction, count, ts1, ts2, ts3 in log:
+        if count != 2:
+            continue
+        round_trip = (ts3 - ts1) * TICK_NS
+        midpoint = ts1 // 2 + ts3 // 2 + (ts1 % 2 + ts3 % 2) // 2
+        if direction == "BA":  # B initiated: B's clock minus A's; done when CK 1 reached B (its ts3)
+            samples.append((ts3 * TICK_NS, (midpoint - ts2) * TICK_NS, round_trip))
+        else:  # A initiated: B stores the negated offset when CK 2 reaches it
+            samples.append((sent, (ts2 - midpoint) * TICK_NS, round_trip))
+    samples.sort()
+    window, kept, changes, current = 4_000_000_000, [], [], None
+    for when, offset, round_trip in samples:
+        kept = [s for s in kept if when - s[0] <= window]
+        if len(kept) == 16:
+            kept.pop(0)
+        kept.append((when, offset, round_trip))
+        best = min(kept, key=lambda s: s[2])
+        if best != current:
+            current = best
+            changes.append((when, best[1], best[2]))
+    return changes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", choices=["jitter", "follow"])
+    parser.add_argument("--jambridge", required=True)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--tempo", type=float, default=120)
+    parser.add_argument("--skip", type=float, default=None, help="seconds after the start not counted")
+    parser.add_argument("--load", type=lambda text: [int(c) for c in text.split(",") if c != ""], default=[],
+                        help="CPUs to keep busy with a spinning process each, such as 1 or 0,1")
+    parser.add_argument("--no-rt", action="store_true", help="run jambridge without CAP_SYS_NICE (no SCHED_FIFO)")
+    parser.add_argument("--max-delay", type=float, default=10, help="follow: the relays' largest delay, ms")
+    parser.add_argument("--delay", choices=["all", "rtp"], default="all", help="follow: which datagrams are delayed")
+    parser.add_argument("--settle", type=float, default=3, help="follow: seconds of clock sync before the start")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--keep", action="store_true", help="keep the route files and logs")
+    arguments = parser.parse_args()
+    if arguments.skip is None:
+        arguments.skip = 1 if arguments.scenario == "jitter" else 5
+    {"jitter": jitter, "follow": follow}[arguments.scenario](arguments)
+
+
+if __name__ == "__main__":
+    main()
