@@ -428,6 +428,13 @@ def stolen_and_load():
     return int(fields[8]) / os.sysconf("SC_CLK_TCK"), float(open("/proc/loadavg").read().split()[0])
 
 
+def print_machine(load_before, load_after, steal, load, canary_worst, stalls):
+    """One line on how busy the machine was during a run."""
+    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per "
+          "CPU): worst wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal, load or "none",
+                                                               us(canary_worst), len(stalls)))
+
+
 def coincide(lates, stalls, slack=2_000_000):
     """How many of `lates` [(instant, lateness)] overlap a canary stall (within `slack`)."""
     return sum(1 for instant, late in lates
@@ -501,9 +508,7 @@ def jitter(arguments):
         canary_worst, stalls = canary_result(canary)
     finally:
         processes.end()
-    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per CPU): worst "
-          "wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal_after - steal_before,
-                                                  arguments.load or "none", us(canary_worst), len(stalls)))
+    print_machine(load_before, load_after, steal_after - steal_before, arguments.load, canary_worst, stalls)
     log = processes.log("a")
     priority = [line.split("] ", 1)[1] for line in log.splitlines() if "clock thread runs" in line]
     print("# %s" % (priority[0] if priority else "no clock thread line in the log"))
@@ -609,9 +614,7 @@ clock: { tempo: %g }
         canary_worst, stalls = canary_result(canary)
     finally:
         processes.end()
-    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per CPU): worst "
-          "wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal_after - steal_before,
-                                                  arguments.load or "none", us(canary_worst), len(stalls)))
+    print_machine(load_before, load_after, steal_after - steal_before, arguments.load, canary_worst, stalls)
     for name in ("a", "b"):
         print("# %s: %s" % (name, statuses[name]))
     for line in peer_lines:

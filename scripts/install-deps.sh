@@ -54,14 +54,15 @@ if ((${#missing[@]} + ${#vm_missing[@]})); then
 fi
 
 # PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote), python-osc 1.9.3 (OSC
-# controllers nobody here wrote) and mido 1.3.3 (a Standard MIDI File reader nobody here
-# wrote, for the recordings), pinned with their dependencies.
+# controllers nobody here wrote), mido 1.3.3 and pretty_midi 0.2.11.post0 (two Standard MIDI
+# File readers nobody here wrote, for the recordings and their tempo maps), pinned with their
+# dependencies.
 venv=.build-peers/venv
-if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc, mido" 2>/dev/null; then
-    echo "install-deps: installing pymidi, python-osc and mido into $venv"
+if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc, mido, pretty_midi" 2>/dev/null; then
+    echo "install-deps: installing pymidi, python-osc, mido and pretty_midi into $venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0 python-osc==1.9.3 \
-        mido==1.3.3 packaging==24.2
+        mido==1.3.3 packaging==24.2 pretty_midi==0.2.11.post0 numpy==2.4.6 importlib_resources==7.1.0
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

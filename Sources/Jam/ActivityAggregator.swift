@@ -150,6 +150,11 @@ public struct ActivityAggregator<Player: Hashable & Sendable>: Sendable {
         }
     }
 
+    /// The last total heard from the master, as heard (nil before one, or while leading).
+    public var heardTotal: UInt7? {
+        isLeading ? nil : heard.map { UInt7(clamping: Int($0.value.rounded())) }
+    }
+
     /// This instance no longer leads: keep the levels, send nothing.
     public mutating func follow() {
         isLeading = false

@@ -101,6 +101,10 @@ public struct ClockFollower: BeatTimeline, Sendable {
     /// The followed tempo in quarter notes a minute; nil until two ticks have come.
     public var tempo: Double? { hasPeriod ? MIDIClock.bpm(tickPeriod: period) : nil }
 
+    /// The song's tick the last tick taken was (ticks since the song's start, a song position's from a Continue);
+    /// nil unless running.
+    public var songTick: Int? { state == .running ? tick : nil }
+
     /// Takes a clock or transport message: a tick, Start, Continue, Stop or song position. `senderTime` is the
     /// master's intended time on our clock (an RTP timestamp through the CK offset) where the transport has one.
     /// Returns false for any other message.

@@ -130,7 +130,13 @@ public struct JamConductor: Sendable {
             }
             follower.tick(arrival: arrival, senderTime: senderTime)
             if leads { relay(message, from: sender, at: arrival, emit: emit) }
-            if case .peer? = election.master { fire(now: arrival, emit: emit) }
+            guard case .peer? = election.master else { return true }
+            if regenerated == nil, follower.tempo == nil, let first = follower.songTick {
+                // The song's first tick comes before the follower has a timeline: it goes out as it came.
+                emit(.deliver(JamDelivery(message: .timingClock, time: senderTime ?? arrival, toSession: false, toLocal: true)))
+                regenerated = first
+            }
+            fire(now: arrival, emit: emit)
             return true
         case .start, .stop, .continue, .songPosition:
             let command = TransportCommand(message)!
@@ -217,7 +223,8 @@ public struct JamConductor: Sendable {
         var deadlines = [generator.nextTickTime, totalDue]
         if let master = election.master, master != instance { deadlines.append(follower.silenceDeadline) }
         if case .peer? = election.master, follower.isRunning {
-            deadlines.append(regenerated.flatMap { follower.time(atTick: Double($0 + 1)) } ?? MonotonicInstant(nanoseconds: 0))
+            // Before the second tick there is no timeline yet: the next tick's arrival fires.
+            deadlines.append((regenerated.map { $0 + 1 } ?? follower.songTick).flatMap { follower.time(atTick: Double($0)) })
         }
         return deadlines.compactMap { $0 }.min()
     }
@@ -226,12 +233,12 @@ public struct JamConductor: Sendable {
     private mutating func regenerate(until horizon: MonotonicInstant, emit: (JamOutput) -> Void) {
         guard let position = follower.position(at: horizon) else { return }
         let last = Int(position.rounded(.down))
-        var next = regenerated.map { $0 + 1 } ?? last
+        var next = regenerated.map { $0 + 1 } ?? follower.songTick ?? last
         if last - next >= Self.catchUpLimit {
             counters.skippedTicks += last - next
             next = last
         }
-        while next <= last, let time = follower.time(atTick: Double(next)) {
+        while let time = follower.time(atTick: Double(next)), time <= horizon {
             emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
             regenerated = next
             next += 1
@@ -264,9 +271,11 @@ public struct JamConductor: Sendable {
         if master != instance, generator.isRunning { generator.stop(at: now) { _ in } }
         switch change.reason {
         case .tookOver:
+            // The song goes on from the next sixteenth (a Continue is never due in the past).
             let tick = follower.position(at: now).map { Int($0.rounded(.up)) } ?? generator.position
             follower.stop()
-            generator.locate(sixteenths: (tick / MIDIClock.ticksPerSixteenth) % 0x4000)
+            let sixteenth = (tick + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
+            generator.locate(sixteenths: sixteenth % 0x4000)
             generator.continue(at: now) { Self.send($0, emit: emit) }
         case .started where change.previous != nil:
             // An heir: a start refused shortly before the master ended.

@@ -5,6 +5,7 @@ import Dispatch
 import Logging
 import MIDI
 import Synchronization
+import Transport
 
 /// The jam's timer: a thread of its own that sleeps until the next deadline on the monotonic clock
 /// (clock_nanosleep with TIMER_ABSTIME, so a late wake-up never shifts the deadlines after it) and then calls
@@ -32,17 +33,11 @@ final class ClockThread: Sendable {
     /// Starts the thread; it calls `fire` at once, then at each deadline `fire` returns (nil: when woken).
     init(logger: Logger, fire: @escaping @Sendable (MonotonicInstant) -> MonotonicInstant?) {
         let loop = Loop(shared: shared, logger: logger, fire: fire)
-        let context = Unmanaged.passRetained(loop).toOpaque()
-        var thread = pthread_t()
-        let started = pthread_create(&thread, nil, { context in
-            Unmanaged<Loop>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        if started == 0 {
+        switch startThread({ loop.run() }) {
+        case .success(let thread):
             pthread_detach(thread)
-        } else {
-            Unmanaged<Loop>.fromOpaque(context).release()
-            logger.error("cannot start the clock thread (error \(started)): the jam sends no clock and no total")
+        case .failure(let error):
+            logger.error("\(error) for the jam's clock: it sends no clock and no total")
             shared.ended.signal()
         }
     }

@@ -97,9 +97,12 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     func command(_ command: JamCommand) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
         var outputs: [JamOutput] = []
-        let result = conductor!.perform(command, now: MonotonicClock.now()) { outputs.append($0) }
+        let now = MonotonicClock.now()
+        let result = conductor!.perform(command, now: now) { outputs.append($0) }
         perform(outputs)
-        wakeIfEarlier()
+        // A Start's first tick is due at once: it goes out with it, not when the clock thread next wakes.
+        _ = fire(now)
+        clock?.wake()
         switch result {
         case .success(let text): logger.info("jam: \(command): \(text)")
         case .failure(let refusal): logger.notice("jam: \(command): \(refusal.reason)")
@@ -115,7 +118,9 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         let tempo = conductor.tempo.map { "\(($0 * 10).rounded() / 10) BPM" } ?? "tempo unknown"
         let beat = conductor.songTick(at: now).map { ", beat \(Int($0) / MIDIClock.ticksPerBeat + 1)" } ?? ""
         let levels = conductor.aggregator.levels(at: now).map { "\(describe($0.player)) \($0.level.value)" }.sorted()
-        return "jam: \(conductor.election.role.rawValue), clock master \(master), \(tempo)\(beat); total activity \(conductor.aggregator.total(at: now).value)"
+        let total = conductor.aggregator.heardTotal.map { "total activity \($0.value) (from the master)" }
+            ?? "total activity \(conductor.aggregator.total(at: now).value)"
+        return "jam: \(conductor.election.role.rawValue), clock master \(master), \(tempo)\(beat); \(total)"
             + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))")
     }
 
@@ -167,12 +172,14 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
             shownTempo = tempo
             monitor.note("tempo \((tempo * 10).rounded() / 10) BPM", at: now)
         }
-        sleepingUntil = conductor!.nextDeadline
+        // Whatever the conductor says, the thread (at real-time priority) never spins: 100 µs at least between calls.
+        sleepingUntil = conductor!.nextDeadline.map { max($0, now.advanced(byNanoseconds: 100_000)) }
         return sleepingUntil
     }
 
+    /// Sends what `outputs` deliver, then logs what they say: a Start never waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
-        for output in outputs {
+        for output in outputs.filter(isDelivery) + outputs.filter({ !isDelivery($0) }) {
             switch output {
             case .deliver(let delivery):
                 if delivery.toSession, let session {
@@ -196,6 +203,11 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
                 }
             }
         }
+    }
+
+    private func isDelivery(_ output: JamOutput) -> Bool {
+        if case .deliver = output { return true }
+        return false
     }
 
     private func describe(_ policy: ElectionConfiguration.Policy) -> String {

@@ -12,16 +12,18 @@ import Synchronization
 /// When made, it claims its file: the `record:` path, or the first free numbered name beside it
 /// (`take-2.mid`, `take-3.mid`, ...), created exclusively and holding an empty recording at once, so an
 /// earlier take is never overwritten and a path that cannot be written is an error at start. The engine's
-/// queue only appends what it receives to a pending list; a writer queue of the recorder's own takes that
-/// list every `checkpointSeconds`, encodes it onto the take so far and writes the whole file to
-/// `PATH.partial`, synced, then renamed over the take: the file on disk is always a complete Standard
-/// MIDI File. A checkpoint that cannot be written (a full disk) is logged once, the take goes on in memory,
+/// queue only gives what it receives its tick (arithmetic) and appends it to a pending list; a writer queue
+/// of the recorder's own takes that list every `checkpointSeconds`, encodes it onto the take so far and
+/// writes the whole file to `PATH.partial`, synced, then renamed over the take: the file on disk is always a
+/// complete Standard MIDI File. A checkpoint that cannot be written (a full disk) is logged once, the take goes on in memory,
 /// and every later checkpoint tries again. Stop writes the final file.
 ///
 /// A take holds the music: channel messages and SysEx. Clock bytes, Start/Stop/Continue, Song Position and
 /// the other system common and real-time messages are counted and left out: written as raw bytes (SMF F7
-/// escapes) they made files that readers such as mido refuse, and 24 clock bytes a beat are no tempo.
-public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` and `leftOut` are touched on the engine's queue only; `take` and `failing` on `writer` only
+/// escapes) they made files that readers such as mido refuse, and 24 clock bytes a beat are no tempo. Instead
+/// the clock that reaches the recorder is followed, and while it runs the take's beats are its beats, with
+/// tempo events and a bar line on its Start (`TakeTimeline`).
+public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `timeline` and `leftOut` are touched on the engine's queue only; `take` and `failing` on `writer` only
     /// How often, in seconds, what was received is written to the file.
     static let checkpointSeconds = 2
 
@@ -30,16 +32,16 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
     /// Where this take is written: the `record:` path or the numbered name that was free.
     public let path: String
     private let logger: Logger
-    /// When the first message arrived: offsets in the take count from it.
-    private var first: MonotonicInstant?
-    /// System common and real-time messages received and not recorded.
+    /// Where messages fall in the take, following the clock.
+    private var timeline = TakeTimeline()
+    /// System common and real-time messages received and not recorded as messages.
     private var leftOut = 0
-    /// What arrived since the last checkpoint took it.
-    private let pending = Mutex<[TimedSong.Entry]>([])
+    /// What the timeline placed since the last checkpoint took it.
+    private let pending = Mutex<[TakeEvent]>([])
     private let writer: DispatchQueue
     private let timer: DispatchSourceTimer
     /// The take so far, encoded.
-    private var take = RecordingEncoder()
+    private var take: RecordingEncoder
     /// True while the file on disk lags behind the take because writing it failed.
     private var failing = false
 
@@ -48,7 +50,8 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
     public init(name: String, requested: String, logger: Logger) throws(RecordingError) {
         self.name = name
         self.logger = logger
-        path = try Self.claimTake(at: requested, writing: RecordingEncoder().file())
+        take = RecordingEncoder(ticksPerQuarterNote: TakeTimeline.ticksPerQuarter, microsecondsPerQuarter: TakeTimeline.initialTempo)
+        path = try Self.claimTake(at: requested, writing: take.file())
         writer = DispatchQueue(label: "jambridge.recorder.\(name)", qos: .utility)
         timer = DispatchSource.makeTimerSource(queue: writer)
         timer.setEventHandler { [weak self] in self?.checkpoint() }
@@ -62,27 +65,23 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
 
     public func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
         guard recipients.include(.none) else { return }
-        guard message.channel != nil || message.kind == .sysEx else {
-            leftOut += 1
-            return
-        }
-        let start = first ?? time
-        first = start
-        let entry = TimedSong.Entry(offset: time.nanoseconds &- min(start.nanoseconds, time.nanoseconds), message: message)
-        pending.withLock { $0.append(entry) }
+        if message.channel == nil && message.kind != .sysEx { leftOut += 1 }
+        timeline.receive(message, at: time) { event in pending.withLock { $0.append(event) } }
     }
 
     public func stop() {
+        timeline.finish { event in pending.withLock { $0.append(event) } }
         if leftOut > 0 {
-            logger.info("\(name): \(leftOut) clock, transport and other system messages were not recorded (a take holds channel messages and SysEx)")
+            logger.info("\(name): \(leftOut) clock, transport and other system messages were not recorded as messages (a take holds channel messages, SysEx and the tempo of a clock that runs)")
         }
+        let tempo = timeline.tempoChanges > 0 ? " and \(timeline.tempoChanges) tempo changes from the clock" : ""
         writer.sync {
             timer.cancel()
             checkpoint()
             if failing {
                 logger.error("\(name): could not write the end of the recording (\(take.count) events) to \(path); it holds what was written up to the last checkpoint")
             } else {
-                logger.info("\(name): recorded \(take.count) events to \(path)")
+                logger.info("\(name): recorded \(take.count) events\(tempo) to \(path)")
             }
         }
     }
@@ -95,7 +94,7 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `first` 
             defer { entries.removeAll(keepingCapacity: true) }
             return entries
         }
-        take.append(contentsOf: arrived)
+        for event in arrived { take.append(event.kind, atTick: event.tick) }
         guard !arrived.isEmpty || failing else { return }
         do {
             try Self.writeAtomically(take.file(), to: path)

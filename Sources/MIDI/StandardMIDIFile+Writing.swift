@@ -30,7 +30,7 @@ extension StandardMIDIFile {
 
     /// A format-0 file of timed messages, as the recorder writes it: a tempo event, then the
     /// messages at ticks computed from their offsets (rounded, never drifting), then End of Track.
-    /// `RecordingEncoder` writes the same bytes as the messages arrive.
+    /// `RecordingEncoder` writes the same bytes given the same ticks.
     public static func recording(_ entries: [TimedSong.Entry], ticksPerQuarterNote: UInt16 = 960,
                                  microsecondsPerQuarter: UInt32 = 500_000) -> StandardMIDIFile {
         var clock = RecordingClock(ticksPerQuarterNote: ticksPerQuarterNote, microsecondsPerQuarter: microsecondsPerQuarter)
@@ -64,9 +64,7 @@ struct RecordingClock: Sendable {
 
     /// The tempo event that starts the track.
     var tempoEvent: StandardMIDIFile.TrackEvent {
-        let tempo = microsecondsPerQuarter
-        return .init(delta: 0, kind: .meta(type: StandardMIDIFile.MetaType.tempo,
-                                           data: [UInt8(tempo >> 16 & 0xFF), UInt8(tempo >> 8 & 0xFF), UInt8(tempo & 0xFF)]))
+        .init(delta: 0, kind: .tempo(microsecondsPerQuarter: microsecondsPerQuarter))
     }
 
     /// The delta ticks from the previous event to one `offset` nanoseconds from the start.

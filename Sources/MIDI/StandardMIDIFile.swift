@@ -43,6 +43,13 @@ public struct StandardMIDIFile: Sendable, Equatable {
             case meta(type: UInt8, data: [UInt8])
             /// An F7 escape holding bytes that are not one system message.
             case escape([UInt8])
+
+            /// A set tempo meta event: `microsecondsPerQuarter` in its 24 bits.
+            public static func tempo(microsecondsPerQuarter: UInt32) -> Kind {
+                .meta(type: MetaType.tempo, data: [UInt8(microsecondsPerQuarter >> 16 & 0xFF),
+                                                   UInt8(microsecondsPerQuarter >> 8 & 0xFF),
+                                                   UInt8(microsecondsPerQuarter & 0xFF)])
+            }
         }
     }
 

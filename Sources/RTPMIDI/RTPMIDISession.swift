@@ -370,7 +370,7 @@ public final class RTPMIDISession {
         let firstPacket = peer.lastSequence == nil
         let sysExDroppedBefore = peer.receiver.sysExTooLong + peer.receiver.sysExIncomplete
         peer.playout?.packetArrived(timestamp: header.timestamp, now: now)
-        /// `ticks`: the message's delta time, in ticks after the packet's RTP timestamp; nil for a repair.
+        /// `ticks`: the message's time after the packet's RTP timestamp (nil for a repair, which has none).
         func pass(_ message: MIDIMessage, ticks: UInt32?) {
             counters.messagesReceived += 1
             if peer.playout != nil {

@@ -90,13 +90,13 @@ final class SessionPeer {
     static let clockSampleWindow: UInt64 = 4_000_000_000
 
     /// Takes a completed CK exchange's `result`: the peer's clock is read through the one with the shortest round
-    /// trip among those of the last `clockSampleWindow` (as NTP does with its last eight), whose offset the
+    /// trip among those of the last `clockSampleWindow`, the newest of equals (as NTP does with its last eight), whose offset the
     /// network's asymmetry spoils least.
     func recordClockSync(_ result: ClockSyncResult, now: MonotonicInstant) {
         clockSamples.removeAll { now.nanoseconds &- $0.time.nanoseconds > Self.clockSampleWindow }
         if clockSamples.count == 16 { clockSamples.removeFirst() }
         clockSamples.append((result, now))
-        info.clock = clockSamples.min { $0.result.roundTrip < $1.result.roundTrip }?.result
+        info.clock = clockSamples.reversed().min { $0.result.roundTrip < $1.result.roundTrip }?.result // the newest of equals
     }
 
     init(info: PeerInfo, token: UInt32, now: MonotonicInstant, receiver: RTPMIDIReceiver, sender: RTPMIDISender) {

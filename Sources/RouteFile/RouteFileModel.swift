@@ -317,11 +317,11 @@ public struct RouteConfiguration: Sendable {
                 } else {
                     clock = declared
                     for output in declared.outputs {
-                        if let problem = output.problem(endpoints: endpoints, index: index, declaredNames: declaredNames) {
-                            errors[fileIndex].append(RouteFileError(location: output.location, message: problem))
-                        } else if output.name == RouteFileVocabulary.sessionEndpointName {
+                        if output.name == RouteFileVocabulary.sessionEndpointName {
                             errors[fileIndex].append(RouteFileError(location: output.location, message:
                                 "the session gets the clock whenever this instance leads; list only local outputs in the clock's 'to'"))
+                        } else if let problem = output.problem(endpoints: endpoints, index: index, declaredNames: declaredNames) {
+                            errors[fileIndex].append(RouteFileError(location: output.location, message: problem))
                         }
                     }
                 }

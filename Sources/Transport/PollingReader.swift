@@ -35,21 +35,16 @@ public final class PollingReader: Sendable {
         ended.enter()
         let loop = Loop(fds: descriptors + [pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)],
                         queue: queue, stopFlag: stopFlag, ready: ready, finished: finished, ended: ended)
-        let context = Unmanaged.passRetained(loop).toOpaque()
-        var thread = pthread_t()
-        let started = pthread_create(&thread, nil, { context in
-            Unmanaged<Loop>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard started == 0 else {
-            Unmanaged<Loop>.fromOpaque(context).release()
+        switch startThread({ loop.run() }) {
+        case .success(let thread):
+            self.thread = thread
+        case .failure(let error):
             ended.leave()
             queue.setSpecific(key: onQueue, value: nil)
             Glibc.close(pipeEnds[0])
             Glibc.close(pipeEnds[1])
-            throw TransportError(operation: "start a reader thread", code: started)
+            throw error
         }
-        self.thread = thread
     }
 
     deinit { stop() }

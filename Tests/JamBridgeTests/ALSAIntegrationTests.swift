@@ -8,19 +8,20 @@ import Testing
 // scripts/alsa-tests.sh, inside a VM when this machine has no /dev/snd/seq (the host's
 // `swift test` skips these suites). "Virtual Raw MIDI 0-0" stands in for a USB keyboard:
 // bytes played into hw:0,0 with amidi come out of its sequencer port; what is sent to the
-// port of "Virtual Raw MIDI 0-1" can be read from hw:0,1.
+// port of "Virtual Raw MIDI 0-1" can be read from hw:0,1. The helpers that are not private serve the other ALSA
+// suites (JamClockALSAIntegrationTests) too.
 
 /// `aconnect -l`, to see clients, ports and connections.
-private func connections() throws -> String { try run("/usr/bin/aconnect", ["-l"]).out }
+func connections() throws -> String { try run("/usr/bin/aconnect", ["-l"]).out }
 
 /// jambridge's client number in `aconnect -l`'s listing, if it is there.
-private func jambridgeClient(_ listing: String) -> Substring? {
+func jambridgeClient(_ listing: String) -> Substring? {
     listing.split(separator: "\n").first { $0.contains("'jambridge'") }?.split(separator: " ").dropFirst().first?.dropLast()
 }
 
 /// Waits (up to `seconds`: the VM is slow) until `aconnect -l` shows `count` connections
 /// between other clients and jambridge's endpoint ports (port 0 follows announcements).
-private func waitForConnections(_ count: Int, seconds: Double = 60) throws {
+func waitForConnections(_ count: Int, seconds: Double = 60) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         let listing = try connections()
@@ -45,19 +46,19 @@ private func startReading(device: Int, idleSeconds: Int = 4, into file: URL? = n
 }
 
 /// The bytes `amidi -d` printed (hex, a message a line, e.g. "904864").
-private func dumpedBytes(_ output: String) -> [UInt8] {
+func dumpedBytes(_ output: String) -> [UInt8] {
     let digits = Array(output.filter(\.isHexDigit))
     return stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) }
 }
 
 /// Plays hex `bytes` into hw:0,`device`.
-private func play(_ bytes: String, device: Int = 0) throws {
+func play(_ bytes: String, device: Int = 0) throws {
     let result = try run("/usr/bin/amidi", ["-p", "hw:0,\(device)", "-S", bytes])
     #expect(result.status == 0)
 }
 
 /// Writes `routes` to a fresh directory and starts `jambridge run` on it.
-private func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridgeProcess, URL) {
+func startJamBridge(_ routes: String, seconds: Int) throws -> (JamBridgeProcess, URL) {
     let dir = try temporaryDirectory()
     let file = dir.appendingPathComponent("alsa.yaml")
     try routes.write(to: file, atomically: true, encoding: .utf8)

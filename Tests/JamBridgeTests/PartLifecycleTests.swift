@@ -1,5 +1,6 @@
 import Foundation
 @testable import JamBridge
+import Jam
 import Logging
 import MIDI
 import MIDITestSupport
@@ -54,6 +55,33 @@ private let heldNote = [TimedSong.Entry(offset: 0, message: noteOn(0, 60)), Time
         _ = daemon.stop()
         #expect(daemon.status().isEmpty)
         #expect(try recorded(dir.appendingPathComponent("take.mid")) == [noteOn(0, 60), noteOff(0, 60), noteOn(0, 60), noteOff(0, 60)])
+    }
+
+    @Test func theJamKeepsItsMasterThroughTheSameRulesAndStartsAfreshWhenTheyChange() throws {
+        let dir = try temporaryDirectory()
+        let routes = { (tempo: Int, to: String) in """
+            clock: { tempo: \(tempo), to: [\(to)] }
+            endpoints:
+              song: { file: song.mid }
+              tape: { record: take.mid }
+              clock-tape: { record: clock.mid }
+            routes:
+              - { from: song, to: tape }
+            """ }
+        let file = try writeSetup(in: dir, song: heldNote, routes: routes(100, "tape"))
+        let daemon = try startedDaemon(file)
+        let jam = { daemon.status().first { $0.hasPrefix("jam:") } ?? "" }
+        #expect(jam().hasPrefix("jam: idle, clock master nobody, 100.0 BPM"), "\(jam())")
+        #expect(daemon.perform(.start) == .success("started at 100 BPM"))
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(jam().hasPrefix("jam: master, clock master jambridge, 100.0 BPM"), "\(jam())")
+        #expect(try reload(daemon, file, with: routes(100, "tape")) == nothingRestarted)
+        #expect(try reload(daemon, file, with: routes(100, "clock-tape")) == nothingRestarted)
+        #expect(jam().hasPrefix("jam: master"), "\(jam())")
+        #expect(try reload(daemon, file, with: routes(90, "clock-tape")) == nothingRestarted)
+        #expect(jam().hasPrefix("jam: idle, clock master nobody, 90.0 BPM"), "\(jam())")
+        _ = daemon.stop()
+        #expect(daemon.status().isEmpty)
     }
 
     @Test func aRecorderTakesOnThroughTheSameConfigurationAndANewTakeWhenItsPathChanges() throws {

@@ -39,6 +39,15 @@ private func hex(_ message: MIDIMessage) -> String {
     return bytes.map { String(format: "%02X", $0) }.joined(separator: " ")
 }
 
+/// What Tests/Peers/take_read.py reports: each reader's notes and tempo events, pretty_midi's bar lines.
+private struct TakeReaders: Decodable {
+    struct Note: Decodable { var pitch: Int; var beat: Double; var seconds: Double }
+    struct Tempo: Decodable { var beat: Double?; var seconds: Double; var bpm: Double }
+    struct Reader: Decodable { var notes: [Note]; var tempos: [Tempo]; var downbeats: [Double]? }
+    var mido: Reader
+    var pretty_midi: Reader
+}
+
 @Suite(.serialized) struct RecorderTests {
     @Test func checkRefusesWhatIsNotARouteFileAtOnce() throws {
         let dir = try temporaryDirectory()
@@ -143,6 +152,72 @@ private func hex(_ message: MIDIMessage) -> String {
                                         dir.appendingPathComponent("take.mid").path])
         #expect(read.status == 0, "\(read.out)")
         #expect(read.out.split(separator: "\n") == ["90 3C 64", "80 3C 00"])
+    }
+
+    @Test func aTakeWithAClockRunningOpensInMidoAndPrettyMIDIWithItsBarsOnTheJamsBeat() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path),
+                     "mido's and pretty_midi's Python \(peersPython.path) is missing: run scripts/install-deps.sh")
+        // A song's times in its ticks (120 BPM, 960 a quarter: 1/1920 s), where every time below falls exactly.
+        let at = { (ticks: UInt64) in ticks * 500_000_000 / 960 }
+        // A note, then 2.3 s in (mid-bar on the take's first grid) Start and a clock: 8 beats at 240 BPM, 8 at 300,
+        // the first tick of beat 16, Stop; notes on some beats; a note after the Stop.
+        let start: UInt64 = 4416
+        let songTick = { (beat: Double) in start + UInt64(beat <= 8 ? beat * 480 : 3840 + (beat - 8) * 384) }
+        var song: [TimedSong.Entry] = [
+            .init(offset: 0, message: .noteOn(channel: UInt4(masking: 0), note: v(40), velocity: v(100))),
+            .init(offset: at(384), message: .noteOff(channel: UInt4(masking: 0), note: v(40), velocity: v(0))),
+            .init(offset: at(start), message: .start),
+        ]
+        song += (0...16 * 24).map { k in .init(offset: at(songTick(Double(k) / 24)), message: .timingClock) }
+        let beats = [0, 1.5, 4, 6.25, 8, 9.5, 12, 15.5]
+        for (index, beat) in beats.enumerated() {
+            song.append(.init(offset: at(songTick(beat)), message: .noteOn(channel: UInt4(masking: 0), note: v(60 + index), velocity: v(100))))
+            song.append(.init(offset: at(songTick(beat + 0.25)), message: .noteOff(channel: UInt4(masking: 0), note: v(60 + index), velocity: v(0))))
+        }
+        let stop = songTick(16) + 16
+        song.append(.init(offset: at(stop), message: .stop))
+        song.append(.init(offset: at(stop + 960), message: .noteOn(channel: UInt4(masking: 0), note: v(80), velocity: v(100))))
+        song.append(.init(offset: at(stop + 1200), message: .noteOff(channel: UInt4(masking: 0), note: v(80), velocity: v(0))))
+        // In time order; at one time Start, then the clock's tick, then notes (a note on a beat comes with its tick).
+        let rank = { (message: MIDIMessage) in message == .start ? 0 : message == .timingClock ? 1 : 2 }
+        song = song.enumerated().sorted { ($0.element.offset, rank($0.element.message), $0.offset)
+            < ($1.element.offset, rank($1.element.message), $1.offset) }.map(\.element)
+        let dir = try temporaryDirectory()
+        let file = try writeRecordingSetup(in: dir, song: song, take: "take.mid")
+        let result = try jambridge(["run", "--stop-after", "7.5", file])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("tape: recorded 20 events and 3 tempo changes from the clock"), "\(result.err)")
+        let read = try run(peersPython.path, [repositoryRoot.appendingPathComponent("Tests/Peers/take_read.py").path,
+                                        dir.appendingPathComponent("take.mid").path])
+        #expect(read.status == 0, "\(read.out)")
+        let readers = try JSONDecoder().decode(TakeReaders.self, from: Data(read.out.utf8))
+
+        // The first note at 0 s; the Start 2.3 s in, on bar 2's line (beat 4): the pad before it takes 2.1 s from the
+        // note-off's beat 0.4; then the clock's beats, its tempo where it changed (beat 8 of the song, 12 of the take).
+        let seconds = { (beat: Double) in 2.3 + (beat <= 8 ? beat * 0.25 : 2 + (beat - 8) * 0.2) }
+        let expectedNotes = [(40, 0.0, 0.0)] + beats.enumerated().map { (60 + $0.offset, 4 + $0.element, seconds($0.element)) }
+            + [(80, 20 + Double(16 + 960) / 1920 / 0.2, seconds(16) + Double(16 + 960) / 1920)] // after the Stop: seconds at 300 BPM
+        for (name, notes) in [("mido", readers.mido.notes), ("pretty_midi", readers.pretty_midi.notes)] {
+            #expect(notes.map(\.pitch) == expectedNotes.map(\.0), "\(name)")
+            for (note, expected) in zip(notes, expectedNotes) {
+                #expect(abs(note.seconds - expected.2) < 0.001, "\(name): note \(note.pitch) at \(note.seconds) s, not \(expected.2)")
+                #expect(abs(note.beat - expected.1) < 0.002, "\(name): note \(note.pitch) on beat \(note.beat), not \(expected.1)")
+            }
+        }
+        let tempos = [(0.0, 0.0, 120.0), (0.4, 0.2, 60e6 / 583_333), (4, 2.3, 240), (12, seconds(8), 300)]
+        #expect(readers.mido.tempos.count == tempos.count, "\(readers.mido.tempos)")
+        for (tempo, expected) in zip(readers.mido.tempos, tempos) {
+            #expect(abs(tempo.beat! - expected.0) < 0.001 && abs(tempo.seconds - expected.1) < 0.001 && abs(tempo.bpm - expected.2) < 0.01,
+                    "mido: \(tempo), not \(expected)")
+        }
+        #expect(readers.pretty_midi.tempos.count == tempos.count, "\(readers.pretty_midi.tempos)")
+        for (tempo, expected) in zip(readers.pretty_midi.tempos, tempos) {
+            #expect(abs(tempo.seconds - expected.1) < 0.001 && abs(tempo.bpm - expected.2) < 0.01, "pretty_midi: \(tempo), not \(expected)")
+        }
+        // pretty_midi's bar lines (4/4): the Start and every fourth of the clock's beats after it.
+        for beat in [0.0, 4, 8, 12, 16] {
+            #expect(readers.pretty_midi.downbeats!.contains { abs($0 - seconds(beat)) < 0.001 }, "no bar line at \(seconds(beat)) s")
+        }
     }
 
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs in a mount namespace needs root"))

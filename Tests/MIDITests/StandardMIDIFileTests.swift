@@ -136,29 +136,47 @@ private func v(_ x: UInt8) -> UInt7 { UInt7(masking: x) }
         }
     }
 
-    @Test func theRecordingEncoderWritesWhatRecordingEncodesWhereverTheMessagesAreSplit() {
+    @Test func theRecordingEncoderWritesWhatRecordingEncodesWhereverTheMessagesAreSplit() throws {
         var generator = SeededGenerator(seed: 12)
         for _ in 0..<50 {
             var offset: UInt64 = 0
             let entries = (0..<Int.random(in: 0...60, using: &generator)).map { _ -> TimedSong.Entry in
-                // Now and then an offset going back in time, as a late event's would.
-                offset = Bool.random(using: &generator) && offset > 1_000_000 ? offset - 1_000_000
-                    : offset + UInt64.random(in: 0...50_000_000, using: &generator)
+                offset += UInt64.random(in: 0...50_000_000, using: &generator)
                 return .init(offset: offset, message: generator.message(maxSysEx: 40))
             }
-            let whole = StandardMIDIFile.recording(entries).encoded()
-            for split in 0...entries.count {
+            // `recording`'s events at their absolute ticks, tempo changes among them now and then.
+            var tick: UInt64 = 0
+            let timed = StandardMIDIFile.recording(entries).tracks[0].events.dropFirst().dropLast().map { event in
+                tick += UInt64(event.delta)
+                return (tick: tick, kind: event.kind)
+            }.flatMap { event -> [(tick: UInt64, kind: StandardMIDIFile.TrackEvent.Kind)] in
+                guard Bool.random(using: &generator) else { return [event] }
+                return [(event.tick, .tempo(microsecondsPerQuarter: UInt32.random(in: 1...0xFF_FFFF, using: &generator))), event]
+            }
+            var expected = StandardMIDIFile.recording([])
+            var previous: UInt64 = 0
+            for event in timed {
+                expected.tracks[0].events.insert(.init(delta: UInt32(event.tick - previous), kind: event.kind),
+                                                 at: expected.tracks[0].events.count - 1)
+                previous = event.tick
+            }
+            for split in 0...timed.count {
                 var encoder = RecordingEncoder()
-                encoder.append(contentsOf: entries[..<split])
-                let first = encoder.file()
-                #expect(first == StandardMIDIFile.recording(Array(entries[..<split])).encoded())
-                encoder.append(contentsOf: entries[split...])
-                #expect(encoder.file() == whole)
+                for event in timed[..<split] { encoder.append(event.kind, atTick: event.tick) }
+                let first = try? StandardMIDIFile(bytes: encoder.file())
+                #expect(first?.tracks[0].events.count == split + 2)
+                for event in timed[split...] { encoder.append(event.kind, atTick: event.tick) }
+                #expect(encoder.file() == expected.encoded())
                 #expect(encoder.count == entries.count)
             }
         }
         #expect(RecordingEncoder(ticksPerQuarterNote: 96, microsecondsPerQuarter: 600_000).file()
                 == StandardMIDIFile.recording([], ticksPerQuarterNote: 96, microsecondsPerQuarter: 600_000).encoded())
+        // A tick before the last event's is the last event's: the file never goes back in time.
+        var encoder = RecordingEncoder()
+        encoder.append(.midi(.noteOn(channel: c1, note: v(60), velocity: v(1))), atTick: 10)
+        encoder.append(.midi(.noteOff(channel: c1, note: v(60), velocity: v(0))), atTick: 4)
+        #expect(try StandardMIDIFile(bytes: encoder.file()).tracks[0].events.map(\.delta) == [0, 10, 0, 0])
     }
 
     @Test func theShippedDemoSongHasItsFourTracks() throws {

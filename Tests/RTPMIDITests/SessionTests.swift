@@ -14,12 +14,12 @@ final class RecordingHost: RTPMIDISessionDelegate {
     var received: [(MIDIMessage, String)] = []
     /// The time each received message was passed on for.
     var receivedTimes: [MonotonicInstant] = []
-    /// When the sender meant each received message, as the session read it (nil: unknown).
-    var senderTimes: [MonotonicInstant?] = []
     var joined: [PeerInfo] = []
     var left: [(PeerInfo, PeerLeaveReason)] = []
     var dropped: [String] = []
     var failedInvitations: [String] = []
+    /// When the sender meant each message received, as the session read it (RTP timestamp through the CK offset).
+    var senderTimes: [MonotonicInstant?] = []
 
     init(_ address: NetworkAddress, configuration: SessionConfiguration, ssrc: UInt32) {
         self.address = address
@@ -479,29 +479,24 @@ final class VirtualNetwork {
         #expect(!feedback.isEmpty)
     }
 
-    @Test func messagesPlayedOnArrivalCarryTheirRTPTimestampAndDeltaThroughTheClockOffset() {
-        // The jam's follower reads a master's ticks through these times; a tick's time is its packet's RTP
-        // timestamp plus its delta time, not the delta alone.
+    /// A message's sender time is its packet's RTP timestamp plus its delta, through the CK offset: within the
+    /// session clock's 100 µs tick of when the sender meant it, for every message of a packet.
+    @Test func eachMessageCarriesTheTimeItsSenderMeant() {
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)
         let b = net.add(2, name: "B", ssrc: 200)
         a.session.invite(b.address, label: "b", now: net.now)
         net.deliver()
-        net.run(seconds: 1) // CK exchanges complete: the offset is 0, both sessions run on one virtual clock
-        #expect(b.session.connectedPeers.first?.clock?.offset == 0)
-        // Two messages in one packet, meant 30 ms and 12.34 ms ago: the second's time rides on a delta time.
-        let first = MonotonicInstant(nanoseconds: net.now.nanoseconds - 30_000_000)
-        let second = MonotonicInstant(nanoseconds: net.now.nanoseconds - 12_340_000)
-        a.session.send(noteOn(0, 60), at: first)
-        a.session.send(noteOn(0, 62), at: second)
+        let meant = [net.now, net.now.advanced(byNanoseconds: 2_345_678), net.now.advanced(byNanoseconds: 7_000_000)]
+        for (k, time) in meant.enumerated() { a.session.send(noteOn(0, UInt8(60 + k), 100), at: time) }
         a.session.flush()
+        net.now = net.now.advanced(byNanoseconds: 9_000_000)
         net.deliver()
-        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 62)])
-        // Each in the middle of its 100 µs tick.
-        let middle = { (time: MonotonicInstant) in
-            MonotonicInstant(nanoseconds: time.nanoseconds / 100_000 * 100_000 + 50_000)
+        #expect(b.received.map(\.0) == (0..<3).map { noteOn(0, UInt8(60 + $0), 100) })
+        for (time, read) in zip(meant, b.senderTimes) {
+            let error = read.map { abs(Double(Int64(bitPattern: $0.nanoseconds &- time.nanoseconds))) }
+            #expect(error.map { $0 <= 100_000 } == true, "\(String(describing: read)) for \(time)")
         }
-        #expect(b.senderTimes == [middle(first), middle(second)])
     }
 
     @Test func aRepairUnderTimestampPlayoutIsPlayedInItsPlaceNotHeldBack() {

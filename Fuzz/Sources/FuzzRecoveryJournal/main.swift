@@ -133,7 +133,7 @@ final class Host: RTPMIDISessionDelegate {
         }
     }
 
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         trace("    \(address.host) received \(message)")
         receivedCount += 1
         precondition(joined.contains(peer.ssrc), "MIDI from \(peer.ssrc), which has not joined")

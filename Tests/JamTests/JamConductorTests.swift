@@ -1,0 +1,255 @@
+import MIDI
+import MIDITestSupport
+import Testing
+@testable import Jam
+
+/// One instance's conductor driven as the daemon drives it: messages at their arrival, `fire` at every deadline.
+/// What it sends is kept with when it was sent.
+final class ConductorHarness {
+    var conductor: JamConductor
+    var outputs: [(output: JamOutput, at: MonotonicInstant)] = []
+    var now: MonotonicInstant
+
+    init(name: String, ssrc: UInt32, policy: ElectionConfiguration.Policy = .firstStart,
+         onMasterLost: ElectionConfiguration.MasterLost = .stop, now: MonotonicInstant) {
+        conductor = JamConductor(JamConductor.Configuration(
+            election: ElectionConfiguration(ssrc: ssrc, name: name, policy: policy, onMasterLost: onMasterLost)))
+        self.now = now
+    }
+
+    /// Runs the deadlines up to `time`, then takes `message`.
+    @discardableResult
+    func receive(_ message: MIDIMessage, from sender: JamSender, at time: MonotonicInstant,
+                          senderTime: MonotonicInstant? = nil) -> Bool {
+        run(until: time)
+        var emitted: [JamOutput] = []
+        let taken = conductor.receive(message, from: sender, arrival: time, senderTime: senderTime) { emitted.append($0) }
+        outputs += emitted.map { ($0, time) }
+        return taken
+    }
+
+    func perform(_ command: JamCommand, at time: MonotonicInstant) -> Result<String, JamRefusal> {
+        run(until: time)
+        var emitted: [JamOutput] = []
+        let result = conductor.perform(command, now: time) { emitted.append($0) }
+        outputs += emitted.map { ($0, time) }
+        return result
+    }
+
+    /// Calls `fire` at every deadline before `time`, as the clock thread does.
+    func run(until time: MonotonicInstant) {
+        var calls = 0
+        while let deadline = conductor.nextDeadline, deadline <= time {
+            calls += 1
+            guard calls < 100_000 else {
+                Issue.record("fire makes no progress at \(deadline)")
+                return
+            }
+            now = max(now, deadline)
+            var emitted: [JamOutput] = []
+            conductor.fire(now: now) { emitted.append($0) }
+            outputs += emitted.map { ($0, now) }
+        }
+        now = max(now, time)
+    }
+
+    var deliveries: [JamDelivery] {
+        outputs.compactMap { if case .deliver(let delivery) = $0.output { delivery } else { nil } }
+    }
+    var local: [JamDelivery] { deliveries.filter(\.toLocal) }
+    var session: [JamDelivery] { deliveries.filter(\.toSession) }
+    var refusals: Int { outputs.filter { if case .refused = $0.output { true } else { false } }.count }
+    var changes: [LeadershipChange] { outputs.compactMap { if case .changed(let change) = $0.output { change } else { nil } } }
+}
+
+@Suite struct JamConductorTests {
+    let start = MonotonicInstant(nanoseconds: 7_000_000_000_000)
+    func at(_ seconds: Double) -> MonotonicInstant { MonotonicInstant(seconds * 1e9, after: start) }
+    let peer = JamSender.peer(ssrc: 0x5000, name: "rack")
+    let drums = JamSender.local(endpoint: "drums", origin: .sequencerPort(client: 20, port: 0))
+    let period = MIDIClock.tickPeriod(bpm: 120)
+
+    /// A peer leads: its Start reaches the clock outputs, and their ticks are made from its timeline, each within
+    /// a millisecond of when the master meant it although the packets came 0-10 ms late; nothing goes back to the session.
+    @Test func aPeersClockIsMadeAfreshForTheClockOutputs() {
+        var rng = SeededGenerator(seed: 13)
+        let follower = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        follower.receive(.start, from: peer, at: at(0.003), senderTime: at(0))
+        let ticks = 24 * 8
+        for k in 0..<ticks {
+            let intended = MonotonicInstant(Double(k) * period, after: at(0))
+            let arrival = MonotonicInstant(Double.random(in: 0...10e6, using: &rng), after: intended)
+            // Read through a CK offset that is 0.3 ms off, and quantised to the 100 µs session clock.
+            let senderTime = MonotonicInstant(((Double(k) * period + 0.3e6) / 1e5).rounded(.down) * 1e5 + 5e4, after: at(0))
+            #expect(follower.receive(.timingClock, from: peer, at: arrival, senderTime: senderTime))
+        }
+        // The Stop is meant 10 ms after the last tick and comes before the next would be due.
+        let end = MonotonicInstant(Double(ticks - 1) * period + 10e6, after: at(0))
+        follower.receive(.stop, from: peer, at: end.advanced(byNanoseconds: 5_000_000), senderTime: end)
+        follower.run(until: at(4.2))
+        #expect(follower.changes.map(\.master) == [peer.clockSource, nil])
+        #expect(follower.session.isEmpty)
+        #expect(follower.local.first?.message == .start && follower.local.last?.message == .stop)
+        let made = follower.local.filter { $0.message == .timingClock }
+        #expect(made.count == ticks)
+        let offsets = made.enumerated().dropFirst(24).map { k, tick in
+            abs(tick.time.nanoseconds(since: MonotonicInstant(Double(k) * period, after: at(0))))
+        }
+        #expect(offsets.max()! < 1e6)
+        #expect(zip(made, made.dropFirst()).allSatisfy { $0.time <= $1.time })
+    }
+
+    /// A local drum machine that starts leads: its transport and clock go to the session and the other outputs,
+    /// a peer's start is refused while it leads, and its Stop lets anyone start again.
+    @Test func aLocalSourceLeadsAndOthersAreRefused() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x9000, now: start)
+        #expect(jam.receive(.start, from: drums, at: at(0)))
+        for k in 0..<48 { jam.receive(.timingClock, from: drums, at: MonotonicInstant(Double(k) * period, after: at(0))) }
+        #expect(jam.conductor.election.master == .local("drums"))
+        #expect(jam.receive(.start, from: peer, at: at(0.5), senderTime: at(0.5)))
+        #expect(jam.refusals == 1)
+        #expect(jam.receive(.timingClock, from: peer, at: at(0.51)))
+        #expect(jam.conductor.counters.foreignTicks == 1)
+        #expect(jam.receive(.stop, from: drums, at: at(1.1)))
+        #expect(jam.conductor.election.master == nil)
+        // The master sends the total too (no players: 0).
+        let relayed = jam.deliveries.filter { if case .controlChange = $0.message { false } else { true } }
+        #expect(relayed.count == 50)
+        #expect(relayed.allSatisfy { $0.toSession && $0.toLocal && $0.except == "drums" })
+        #expect(relayed.first?.message == .start && relayed.last?.message == .stop)
+        #expect(jam.receive(.start, from: peer, at: at(1.2), senderTime: at(1.2)))
+        #expect(jam.conductor.election.master == peer.clockSource)
+    }
+
+    /// `jambridge start`, `tempo` and `stop`: the generator's clock goes to the session and the outputs; absurd
+    /// tempos are refused or held to the range; while a peer leads, this instance's commands are refused.
+    @Test func commands() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x9000, now: start)
+        guard case .success = jam.perform(.start, at: at(0)) else { Issue.record("start refused"); return }
+        jam.run(until: at(1))
+        let ticks = jam.session.filter { $0.message == .timingClock }
+        #expect(jam.session.first?.message == .start && ticks.count == 49)
+        #expect(ticks.enumerated().allSatisfy { k, tick in tick.time == MonotonicInstant(Double(k) * period, after: at(0)) })
+        #expect(jam.perform(.tempo(0), at: at(1)) == .failure(JamRefusal(reason: "refused: the tempo must be a positive number of beats a minute")))
+        #expect(jam.perform(.tempo(10_000), at: at(1)) == .success("tempo 300 BPM (held to 20-300) from the next beat"))
+        #expect(jam.perform(.stop, at: at(2)) == .success("stopped"))
+        #expect(jam.session.last?.message == .stop)
+        #expect(jam.perform(.stop, at: at(2.1)) == .success("nothing to stop"))
+        jam.receive(.start, from: peer, at: at(3), senderTime: at(3))
+        #expect(jam.perform(.start, at: at(3.5)) == .failure(JamRefusal(reason: "refused: rack (peer 5000) leads")))
+        #expect(jam.perform(.tempo(90), at: at(3.5)) == .failure(JamRefusal(reason: "refused: rack (peer 5000) leads")))
+    }
+
+    /// Two and three instances racing to start within 0-20 ms, over a network delaying each packet 0-10 ms and
+    /// CK offsets off by up to 0.5 ms: every instance ends with the same master, whose generator alone runs.
+    @Test(arguments: [2, 3]) func racingStartsAgree(instances count: Int) {
+        for seed in 1...12 {
+            var rng = SeededGenerator(seed: UInt64(seed * 7 + count))
+            let jams = (0..<count).map { ConductorHarness(name: "j\($0)", ssrc: UInt32(0x100 * ($0 + 1)), now: start) }
+            var pending: [(time: MonotonicInstant, to: Int, delivery: JamDelivery, from: Int)] = []
+            var forwarded = Array(repeating: 0, count: count)
+            let pressAt = (0..<count).map { _ in MonotonicInstant(Double.random(in: 0...20e6, using: &rng), after: at(0)) }
+            var pressed = Array(repeating: false, count: count)
+            var time = at(0)
+            while time < at(2) {
+                for i in 0..<count where !pressed[i] && pressAt[i] <= time {
+                    pressed[i] = true
+                    _ = jams[i].perform(.start, at: time)
+                }
+                for i in 0..<count {
+                    jams[i].run(until: time)
+                    for delivery in jams[i].session.dropFirst(forwarded[i]) {
+                        for j in 0..<count where j != i {
+                            pending.append((MonotonicInstant(Double.random(in: 0...10e6, using: &rng), after: delivery.time), j, delivery, i))
+                        }
+                    }
+                    forwarded[i] = jams[i].session.count
+                }
+                pending.sort { $0.time < $1.time }
+                while let first = pending.first, first.time <= time {
+                    pending.removeFirst()
+                    let sender = jams[first.from].conductor.election.configuration
+                    jams[first.to].receive(first.delivery.message, from: .peer(ssrc: sender.ssrc, name: sender.name),
+                                           at: first.time, senderTime: first.delivery.time)
+                }
+                time = time.advanced(byNanoseconds: 500_000)
+            }
+            let masters = jams.map { jam -> String? in
+                switch jam.conductor.election.master {
+                case .local(let name)?: name
+                case .peer(_, let name)?: name
+                case nil: nil
+                }
+            }
+            #expect(Set(masters).count == 1 && masters[0] != nil, "seed \(seed): \(masters)")
+            #expect(jams.filter(\.conductor.generator.isRunning).count == 1, "seed \(seed)")
+            let followers = jams.filter { !$0.conductor.generator.isRunning }
+            #expect(followers.allSatisfy { $0.conductor.follower.isRunning }, "seed \(seed)")
+        }
+    }
+
+    /// Levels from this instance's players go on to the session; only the master sends the total, at most every
+    /// 50 ms and only when it changes; a peer that leaves stops counting.
+    @Test func activity() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x9000, now: start)
+        let level = { (value: UInt8) in MIDIMessage.controlChange(channel: UInt4(masking: 0), controller: UInt7(masking: 11), value: UInt7(masking: value)) }
+        let keys = JamSender.local(endpoint: "keys", origin: .none)
+        #expect(!jam.receive(level(40), from: keys, at: at(0)))
+        #expect(jam.session.map(\.message) == [level(40)])
+        #expect(!jam.receive(level(30), from: peer, at: at(0.01)))
+        #expect(jam.session.count == 1)
+        _ = jam.perform(.start, at: at(0.02))
+        jam.run(until: at(0.5))
+        let totals = jam.session.filter { if case .controlChange(_, let c, _) = $0.message { c.value == 7 } else { false } }
+        #expect(totals.map(\.message) == [.controlChange(channel: UInt4(masking: 0), controller: UInt7(masking: 7), value: UInt7(masking: 70))])
+        jam.conductor.peerLeft(ssrc: 0x5000, name: "rack", now: at(0.6)) { _ in }
+        jam.run(until: at(0.7))
+        let lastTotal = jam.session.last { if case .controlChange = $0.message { true } else { false } }
+        #expect(lastTotal?.message == .controlChange(channel: UInt4(masking: 0), controller: UInt7(masking: 7), value: UInt7(masking: 40)))
+    }
+
+    /// The master leaving: with `stop` the outputs get a Stop; with `next` this instance continues the song from
+    /// where the follower had it (song position, Continue, ticks) in the session.
+    @Test(arguments: [ElectionConfiguration.MasterLost.stop, .next]) func masterLeaves(_ policy: ElectionConfiguration.MasterLost) {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x9000, onMasterLost: policy, now: start)
+        jam.receive(.start, from: peer, at: at(0.001), senderTime: at(0))
+        for k in 0..<(24 * 9) {
+            let intended = MonotonicInstant(Double(k) * period, after: at(0))
+            jam.receive(.timingClock, from: peer, at: intended.advanced(byNanoseconds: 1_000_000), senderTime: intended)
+        }
+        jam.conductor.peerLeft(ssrc: 0x5000, name: "rack", now: at(4.51)) { jam.outputs.append(($0, at(4.51))) }
+        if policy == .stop {
+            #expect(jam.conductor.election.master == nil)
+            #expect(jam.local.last?.message == .stop)
+            #expect(jam.session.isEmpty)
+        } else {
+            jam.run(until: at(5))
+            #expect(jam.conductor.election.role == .master && jam.conductor.generator.isRunning)
+            // 4.51 s at 120 BPM is tick 216.5: the song goes on from the next sixteenth, 37 (tick 222), at once.
+            let clock = jam.session.filter { if case .controlChange = $0.message { false } else { true } }
+            #expect(clock.prefix(2).map(\.message) == [.songPosition(UInt14(masking: 37)), .continue])
+            #expect(clock.dropFirst(2).allSatisfy { $0.message == .timingClock } && clock.count > 10)
+        }
+    }
+
+    /// Hostile input: a clock storm from the master, Start/Stop flapping, song positions past the end and ticks
+    /// from everyone else are bounded and counted.
+    @Test func hostileInput() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x9000, now: start)
+        jam.receive(.start, from: peer, at: at(0), senderTime: at(0))
+        for k in 0..<100_000 { jam.receive(.timingClock, from: peer, at: MonotonicInstant(Double(k) * 1e4, after: at(0))) }
+        jam.run(until: at(1))
+        #expect(jam.conductor.follower.counters.excessTicks > 99_000)
+        #expect(jam.local.filter { $0.message == .timingClock }.count < 400)
+        for k in 0..<1000 {
+            jam.receive(k % 2 == 0 ? .stop : .start, from: peer, at: MonotonicInstant(Double(k) * 1e6, after: at(1)))
+            jam.receive(.start, from: drums, at: MonotonicInstant(Double(k) * 1e6 + 5e5, after: at(1)))
+        }
+        #expect(jam.conductor.election.counters.flaps > 100)
+        #expect(jam.changes.count <= 2002)
+        jam.receive(.songPosition(UInt14(masking: 0x3FFF)), from: peer, at: at(3))
+        jam.receive(.continue, from: peer, at: at(3.001))
+        jam.receive(.timingClock, from: peer, at: at(3.002))
+        #expect(jam.conductor.follower.isRunning)
+    }
+}
