@@ -19,8 +19,10 @@
 
 The listeners are AppleMIDI initiators built from Tests/Peers/applemidi.py (handshakes by hand) and decode
 RTP-MIDI with PyPI pymidi's packet parser, which nobody here wrote (a hand-written fallback is counted).
-Route files use `bind: 127.0.0.1` and `advertise: false`; status files and control sockets go to a
-temporary JAMBRIDGE_STATUS_DIR. Every process this starts is ended by its PID.
+A real-time canary per CPU (SCHED_FIFO 19, waking every 2 ms) tells late ticks that jambridge made from stalls
+of the machine. Route files use `bind: 127.0.0.1` and `advertise: false`; status files and control sockets go
+to a temporary JAMBRIDGE_STATUS_DIR (removed afterwards unless --keep). Every process this starts is ended by
+its PID.
 """
 import argparse
 import heapq
@@ -28,6 +30,7 @@ import math
 import os
 import random
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -46,12 +49,6 @@ SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 TICK_NS = 100_000  # the RTP-MIDI session clock's tick (10 kHz)
 CLOCK, START, CONTINUE, STOP = 0xF8, 0xFA, 0xFB, 0xFC
 
-
-
-def print_machine(load_before, load_after, steal, load, canary_worst, stalls):
-    """One line on how busy the machine was during a run."""
-    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per CPU): worst "
-          "wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal, load or "none", us(canary_worst), len(stalls)))
 
 def mono():
     return time.monotonic_ns()  # CLOCK_MONOTONIC, as jambridge's MonotonicInstant
@@ -431,6 +428,13 @@ def stolen_and_load():
     return int(fields[8]) / os.sysconf("SC_CLK_TCK"), float(open("/proc/loadavg").read().split()[0])
 
 
+def print_machine(load_before, load_after, steal, load, canary_worst, stalls):
+    """One line on how busy the machine was during a run."""
+    print("# load average %.2f -> %.2f, steal %.2f s, busy loops on CPUs %s; canaries (SCHED_FIFO 19, 2 ms, one per "
+          "CPU): worst wake-up %s us, %d stalls over 0.5 ms" % (load_before, load_after, steal, load or "none",
+                                                               us(canary_worst), len(stalls)))
+
+
 def coincide(lates, stalls, slack=2_000_000):
     """How many of `lates` [(instant, lateness)] overlap a canary stall (within `slack`)."""
     return sum(1 for instant, late in lates
@@ -545,6 +549,8 @@ def jitter(arguments):
             for (arrival, stamp), instant in zip(ticks, instants or [0] * len(ticks)):
                 file.write("%d %d %.0f\n" % (arrival, stamp, instant))
         print("# kept %s" % directory)
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def follow(arguments):
@@ -719,6 +725,8 @@ clock: { tempo: %g }
             print("B's timeline less the CK offset in force (the filter's own error, 100 us quanta): %s" % summary(residual))
     if arguments.keep:
         print("# kept %s" % directory)
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def ck_offsets(log):

@@ -499,6 +499,31 @@ final class VirtualNetwork {
         }
     }
 
+    @Test func aRepairUnderTimestampPlayoutIsPlayedInItsPlaceNotHeldBack() {
+        // What a journal repairs has no delta time: it plays at its packet's time. (Given the packet's whole RTP
+        // timestamp as a delta, a repair waited hours, and every later event behind it.)
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200) { $0.playout = [(NameGlob("*"), true)] }
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        var dropNext = false
+        net.lose = { bytes, _ in
+            guard bytes.first == 0x80 else { return false }
+            defer { dropNext.toggle() }
+            return dropNext
+        }
+        for note in UInt8(0)..<4 {
+            a.session.send(noteOn(0, note), at: net.now)
+            a.session.flush()
+            net.deliver()
+            net.run(seconds: 0.02, step: 0.005)
+        }
+        net.run(seconds: 1.1, step: 0.005)
+        #expect(b.session.counters.repairs >= 2)
+        #expect(b.received.map(\.0) == (0..<4).map { noteOn(0, $0) })
+    }
+
     @Test func aStartOvertakenByTheFirstTickComesBackFromThatTicksJournal() {
         // A master sends Start and its first tick in the same instant, one packet each; through a jittery network
         // the tick may come first. No gap shows (it is the first packet) and the Start, when it comes, is dropped
