@@ -107,9 +107,6 @@ public struct JamConductor: Sendable {
     /// The tempo in force: the generator's while it leads from here, else the follower's (nil until it heard two ticks).
     public var tempo: Double? { election.master == instance || election.master == nil ? generator.tempo : follower.tempo }
 
-    /// The timeline the song plays on: the generator's while this instance generates, else the follower's.
-    public var timeline: any BeatTimeline { generator.isRunning ? generator : follower }
-
     /// Where the song is at `now`, in ticks since its start; nil while none runs.
     public func songTick(at now: MonotonicInstant) -> Double? {
         generator.isRunning ? generator.tick(at: now) : follower.position(at: now)

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
-import Logging
+import Jam
 
 /// The running daemon's control socket: a Unix stream socket (mode 0660) in the status directory,
 /// `control-PID.sock`, taking one request a connection as a line of JSON and answering with one:
@@ -16,32 +16,21 @@ final class ControlSocket: @unchecked Sendable {
     /// How long a client may take to send its request, in seconds.
     static let requestTimeout = 2
 
-    let path: String
     private let source: DispatchSourceRead
-    private let logger: Logger
 
     /// The socket path of the daemon with process ID `pid`.
     static func path(pid: Int32) -> String { "\(SessionStatus.directory)/control-\(pid).sock" }
 
     /// Listens at `path(pid: getpid())`, answering each request with `answer` (called on a queue of its own).
-    init(logger: Logger, answer: @escaping @Sendable (ControlRequest) -> ControlReply) throws(ControlSocketError) {
-        self.logger = logger
+    init(answer: @escaping @Sendable (ControlRequest) -> ControlReply) throws(ControlSocketError) {
         let path = Self.path(pid: getpid())
-        self.path = path
         try? FileManager.default.createDirectory(atPath: SessionStatus.directory, withIntermediateDirectories: true)
         unlink(path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ControlSocketError(path: path, operation: "create", code: errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let bound = withUnixAddress(path, { bind(descriptor, $0, $1) }) else {
             close(descriptor)
             throw ControlSocketError(path: path, operation: "bind", code: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, chmod(path, 0o660) == 0, listen(descriptor, 8) == 0 else {
             let code = errno
@@ -96,20 +85,21 @@ final class ControlSocket: @unchecked Sendable {
 
 /// A request to the control socket.
 public enum ControlRequest: Equatable, Sendable {
-    case start, stop, status
-    case tempo(Double)
+    case status
+    /// `start`, `stop`, `tempo`.
+    case jam(JamCommand)
 
     /// The request in a line of JSON, or nil if it is none.
     init?(json: [UInt8]) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
               let command = object["command"] as? String else { return nil }
         switch command {
-        case "start": self = .start
-        case "stop": self = .stop
+        case "start": self = .jam(.start)
+        case "stop": self = .jam(.stop)
         case "status": self = .status
         case "tempo":
             guard let bpm = object["bpm"] as? Double else { return nil }
-            self = .tempo(bpm)
+            self = .jam(.tempo(bpm))
         default: return nil
         }
     }
@@ -118,10 +108,10 @@ public enum ControlRequest: Equatable, Sendable {
     public var json: [UInt8] {
         let object: [String: Any]
         switch self {
-        case .start: object = ["command": "start"]
-        case .stop: object = ["command": "stop"]
         case .status: object = ["command": "status"]
-        case .tempo(let bpm): object = ["command": "tempo", "bpm": bpm]
+        case .jam(.start): object = ["command": "start"]
+        case .jam(.stop): object = ["command": "stop"]
+        case .jam(.tempo(let bpm)): object = ["command": "tempo", "bpm": bpm]
         }
         return Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
     }
@@ -181,15 +171,8 @@ public enum ControlClient {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError(message: "cannot open a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let connected = withUnixAddress(path, { connect(fd, $0, $1) }) else {
             throw ControlClientError(message: "the control socket path \(path) is too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
             throw ControlClientError(message: "cannot reach jambridge \(pid) at \(path): \(String(cString: strerror(errno)))")
@@ -216,4 +199,16 @@ public enum ControlClient {
 public struct ControlClientError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
+}
+
+/// Calls `body` with the Unix socket address of `path` and its length; nil if `path` is too long for one.
+private func withUnixAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T? {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
 }

@@ -98,10 +98,7 @@ public final class Engine: EventSink, @unchecked Sendable {
     /// clock); on the queue.
     func deliver(_ message: MIDIMessage, to id: EndpointID, from source: String, at time: MonotonicInstant) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let index = Int(id.index)
-        guard index < sinks.count, let endpoint = sinks[index] else { return }
-        monitor?.show(message, from: source, to: name(id), at: time)
-        endpoint.receive(message, at: time, to: .everyone)
+        deliver(message, shownFrom: source, to: id, for: .everyone, at: time)
     }
 
     /// The name of the endpoint `id` (for the jam's log and monitor lines); on the queue.
@@ -111,12 +108,16 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     private func deliver(_ message: MIDIMessage, from source: EndpointID, to sink: EndpointID, for recipients: Recipients,
                          at time: MonotonicInstant) {
-        let index = Int(sink.index)
+        deliver(message, shownFrom: monitor == nil ? "" : source == sink ? "release" : name(source), to: sink,
+                for: recipients, at: time)
+    }
+
+    /// Hands `message` to the sink `id` for `recipients`, shown on the monitor as coming from `source`.
+    private func deliver(_ message: MIDIMessage, shownFrom source: String, to id: EndpointID, for recipients: Recipients,
+                         at time: MonotonicInstant) {
+        let index = Int(id.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
-        if let monitor {
-            let sourceName = source == sink ? "release" : name(source)
-            monitor.show(message, from: sourceName, to: name(sink), only: recipients.isOnly ? recipients.origin : nil, at: time)
-        }
+        monitor?.show(message, from: source, to: name(id), only: recipients.isOnly ? recipients.origin : nil, at: time)
         endpoint.receive(message, at: time, to: recipients)
     }
 

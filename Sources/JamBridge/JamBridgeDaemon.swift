@@ -91,18 +91,12 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     /// Listens for `jambridge start|stop|tempo|status`; without the socket the daemon runs on (and says so).
     private func openControlSocket() {
         do {
-            controlSocket = try ControlSocket(logger: logger) { [self] request in
+            controlSocket = try ControlSocket { [self] request in
                 switch request {
                 case .status:
                     return ControlReply(ok: true, message: "jambridge \(getpid()) running \(options.files.joined(separator: ", "))",
                                         lines: status())
-                case .start, .stop, .tempo:
-                    let command: JamCommand = switch request {
-                    case .start: .start
-                    case .stop: .stop
-                    case .tempo(let bpm): .tempo(bpm)
-                    case .status: .stop
-                    }
+                case .jam(let command):
                     switch perform(command) {
                     case .success(let message): return ControlReply(ok: true, message: message)
                     case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)

@@ -96,10 +96,8 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     /// Carries out `command` (from `jambridge start|stop|tempo` or OSC) and says what happened.
     func command(_ command: JamCommand) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
-        var outputs: [JamOutput] = []
         let now = MonotonicClock.now()
-        let result = conductor!.perform(command, now: now) { outputs.append($0) }
-        perform(outputs)
+        let result = drive { $0.perform(command, now: now, emit: $1) }
         // A Start's first tick is due at once: it goes out with it, not when the clock thread next wakes.
         _ = fire(now)
         clock?.wake()
@@ -138,19 +136,24 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
 
     func peerLeft(_ peer: PeerInfo) {
         guard conductor != nil else { return }
-        var outputs: [JamOutput] = []
-        conductor!.peerLeft(ssrc: peer.ssrc, name: peer.name, now: MonotonicClock.now()) { outputs.append($0) }
-        perform(outputs)
+        drive { $0.peerLeft(ssrc: peer.ssrc, name: peer.name, now: MonotonicClock.now(), emit: $1) }
         wakeIfEarlier()
     }
 
     private func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
                          senderTime: MonotonicInstant?) -> Bool {
-        var outputs: [JamOutput] = []
-        let taken = conductor!.receive(message, from: sender, arrival: arrival, senderTime: senderTime) { outputs.append($0) }
-        perform(outputs)
+        let taken = drive { $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, emit: $1) }
         wakeIfEarlier()
         return taken
+    }
+
+    /// Runs `body` on the conductor and carries out what it emits; returns what `body` returns.
+    @discardableResult
+    private func drive<Result>(_ body: (inout JamConductor, (JamOutput) -> Void) -> Result) -> Result {
+        var outputs: [JamOutput] = []
+        let result = body(&conductor!) { outputs.append($0) }
+        perform(outputs)
+        return result
     }
 
     /// Wakes the clock thread if something is now due before the deadline it sleeps towards.
@@ -164,9 +167,7 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     /// What the clock thread calls at each deadline: hands out what is due, returns the next deadline.
     private func fire(_ now: MonotonicInstant) -> MonotonicInstant? {
         guard conductor != nil else { return nil }
-        var outputs: [JamOutput] = []
-        conductor!.fire(now: now) { outputs.append($0) }
-        perform(outputs)
+        drive { $0.fire(now: now, emit: $1) }
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
             shownTempo = tempo

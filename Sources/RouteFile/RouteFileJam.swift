@@ -28,22 +28,35 @@ public struct JamDeclaration: Equatable, Sendable {
 
 /// The `clock:` and `activity:` blocks of one file, before the files are merged.
 struct JamBlocks {
-    var clock: (declaration: JamDeclaration, outputs: [EndpointReference])?
-    var activity: (configuration: ActivityConfiguration, location: SourceLocation)?
+    /// A `clock:` block, with its `to:` names (checked once every file's endpoints are known).
+    struct Clock {
+        var declaration: JamDeclaration
+        var outputs: [EndpointReference]
+        var location: SourceLocation { declaration.location }
+    }
+
+    /// An `activity:` block and where it is written.
+    struct Activity {
+        var configuration: ActivityConfiguration
+        var location: SourceLocation
+    }
+
+    var clock: Clock?
+    var activity: Activity?
 }
 
 /// The readers of the top-level `clock:` and `activity:` blocks.
 extension RouteFileDocument {
     /// Reads the `clock:` block written at `key`: `first-start` (or nothing), or a mapping of `fixed:` or
     /// `priority:`, `on-master-lost:`, `tempo:` and `to:`.
-    mutating func readClockBlock(_ node: Node, key: Node) -> (declaration: JamDeclaration, outputs: [EndpointReference]) {
+    mutating func readClockBlock(_ node: Node, key: Node) -> JamBlocks.Clock {
         var declaration = JamDeclaration(location: location(key))
         var outputs: [EndpointReference] = []
-        if Self.isEmpty(node) || node.scalar?.string == "first-start" { return (declaration, outputs) }
+        if Self.isEmpty(node) || node.scalar?.string == "first-start" { return JamBlocks.Clock(declaration: declaration, outputs: outputs) }
         guard let mapping = node.mapping else {
             fail(node, "'clock' is a mapping such as '{ priority: [teacher], to: [drums] }' or 'first-start', not "
                  + Self.describe(node))
-            return (declaration, outputs)
+            return JamBlocks.Clock(declaration: declaration, outputs: outputs)
         }
         var policyKey: String?
         for (keyNode, value) in mapping {
@@ -79,7 +92,7 @@ extension RouteFileDocument {
             }
         }
         declaration.clockOutputs = outputs.map(\.name)
-        return (declaration, outputs)
+        return JamBlocks.Clock(declaration: declaration, outputs: outputs)
     }
 
     /// The policy `key` sets with `value`: an endpoint or peer name (glob) for `fixed`, a list for `priority`.
@@ -159,19 +172,9 @@ extension RouteFileDocument {
             guard let name = scalarKey(keyNode) else { continue }
             switch name {
             case "cc":
-                guard let number = readInteger(value, what: "'cc'", range: "a controller number 0-127") else { continue }
-                guard (0...127).contains(number) else {
-                    fail(value, "controller \(number) is out of range; 'cc' is 0-127")
-                    continue
-                }
-                result.controller = UInt7(masking: UInt8(number))
+                if let controller = readController(value) { result.controller = controller }
             case "channel":
-                guard let number = readInteger(value, what: "'channel'", range: "1-16") else { continue }
-                guard (1...16).contains(number) else {
-                    fail(value, "channel \(number) is out of range; channels are 1-16")
-                    continue
-                }
-                result.channel = UInt4(masking: UInt8(number - 1))
+                if let channel = readChannel(value) { result.channel = channel }
             default:
                 failUnknownKey(keyNode, name, known: ["cc", "channel"], in: "'\(key)'")
             }

@@ -151,7 +151,7 @@ struct RouteFileDocument {
             case "clock":
                 jam.clock = readClockBlock(value, key: keyNode)
             case "activity":
-                jam.activity = (readActivityBlock(value, key: keyNode), location(keyNode))
+                jam.activity = JamBlocks.Activity(configuration: readActivityBlock(value, key: keyNode), location: location(keyNode))
             case _ where RouteFileVocabulary.reservedTopLevelKeys.contains(key):
                 fail(keyNode, "'\(key)' is not supported by this version yet; "
                      + "this version reads 'session', 'alsa', 'clock', 'activity', 'endpoints' and 'routes'")

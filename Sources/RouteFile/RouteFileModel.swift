@@ -307,31 +307,17 @@ public struct RouteConfiguration: Sendable {
     /// outputs checked like a route's sinks.
     private static func mergedJam(_ documents: [RouteFileDocument], endpoints: [EndpointDeclaration], index: [String: Int],
                                   declaredNames: [String], errors: inout [[RouteFileError]]) -> JamDeclaration? {
-        var clock: (declaration: JamDeclaration, outputs: [EndpointReference])?
-        var activity: (configuration: ActivityConfiguration, location: SourceLocation)?
-        for (fileIndex, document) in documents.enumerated() {
-            if let declared = document.jam.clock {
-                if let first = clock {
-                    errors[fileIndex].append(RouteFileError(location: declared.declaration.location, message:
-                        "the clock is already declared at \(first.declaration.location); all route files together declare one 'clock' block"))
-                } else {
-                    clock = declared
-                    for output in declared.outputs {
-                        if output.name == RouteFileVocabulary.sessionEndpointName {
-                            errors[fileIndex].append(RouteFileError(location: output.location, message:
-                                "the session gets the clock whenever this instance leads; list only local outputs in the clock's 'to'"))
-                        } else if let problem = output.problem(endpoints: endpoints, index: index, declaredNames: declaredNames) {
-                            errors[fileIndex].append(RouteFileError(location: output.location, message: problem))
-                        }
-                    }
-                }
-            }
-            if let declared = document.jam.activity {
-                if let first = activity {
-                    errors[fileIndex].append(RouteFileError(location: declared.location, message:
-                        "the activity is already declared at \(first.location); all route files together declare one 'activity' block"))
-                } else {
-                    activity = declared
+        let clock = onlyDeclaration(of: \.jam.clock, at: \.location, in: documents, named: "the clock",
+                                    block: "'clock' block", errors: &errors)
+        let activity = onlyDeclaration(of: \.jam.activity, at: \.location, in: documents, named: "the activity",
+                                       block: "'activity' block", errors: &errors)
+        if let clock, let fileIndex = documents.firstIndex(where: { $0.jam.clock != nil }) {
+            for output in clock.outputs {
+                if output.name == RouteFileVocabulary.sessionEndpointName {
+                    errors[fileIndex].append(RouteFileError(location: output.location, message:
+                        "the session gets the clock whenever this instance leads; list only local outputs in the clock's 'to'"))
+                } else if let problem = output.problem(endpoints: endpoints, index: index, declaredNames: declaredNames) {
+                    errors[fileIndex].append(RouteFileError(location: output.location, message: problem))
                 }
             }
         }

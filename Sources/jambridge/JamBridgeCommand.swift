@@ -216,14 +216,14 @@ struct Start: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start the jam's rhythm from the running jambridge (it becomes clock master if no one leads).")
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.start, command: "start") }
+    func run() throws { try daemon.send(.jam(.start), command: "start") }
 }
 
 /// `jambridge stop`: the running daemon stops the rhythm it leads.
 struct Stop: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop the rhythm the running jambridge leads.")
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.stop, command: "stop") }
+    func run() throws { try daemon.send(.jam(.stop), command: "stop") }
 }
 
 /// `jambridge tempo BPM`: the running daemon's clock tempo.
@@ -233,7 +233,7 @@ struct Tempo: ParsableCommand {
     @Argument(help: "Beats a minute, 20-300.")
     var bpm: Double
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.tempo(bpm), command: "tempo") }
+    func run() throws { try daemon.send(.jam(.tempo(bpm)), command: "tempo") }
 }
 
 /// `jambridge status`: what the running daemon is doing.

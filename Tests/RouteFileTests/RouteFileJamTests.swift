@@ -66,8 +66,8 @@ import Testing
             "r.yaml:1:48: unknown key 'speed' in the 'activity' block; the keys are level, total, combine",
         ])
         #expect(locatedMistakes("activity: { total: { cc: 128, channel: 17 } }\n" + endpoints) == [
-            "r.yaml:1:26: controller 128 is out of range; 'cc' is 0-127",
-            "r.yaml:1:40: channel 17 is out of range; channels are 1-16",
+            "r.yaml:1:26: controller 128 does not exist; controllers are 0-127",
+            "r.yaml:1:40: channel 17 does not exist; channels are 1-16",
         ])
     }
 
