@@ -451,10 +451,11 @@ final class VirtualNetwork {
         #expect(b.session.counters.ssrcCollisions == 2)
     }
 
-    @Test func lostPacketsAreRepairedFromTheNextJournalAndReceiverFeedbackFollows() {
+    /// A connected to B, then every other RTP packet from A lost; B plays by timestamp if `timestampPlayout`.
+    private func sessionLosingEveryOtherPacket(timestampPlayout: Bool = false) -> (VirtualNetwork, RecordingHost, RecordingHost) {
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)
-        let b = net.add(2, name: "B", ssrc: 200)
+        let b = net.add(2, name: "B", ssrc: 200) { if timestampPlayout { $0.playout = [(NameGlob("*"), true)] } }
         a.session.invite(b.address, label: "b", now: net.now)
         net.deliver()
         var dropNext = false
@@ -463,6 +464,11 @@ final class VirtualNetwork {
             defer { dropNext.toggle() }
             return dropNext
         }
+        return (net, a, b)
+    }
+
+    @Test func lostPacketsAreRepairedFromTheNextJournalAndReceiverFeedbackFollows() {
+        let (net, a, b) = sessionLosingEveryOtherPacket()
         for note in UInt8(0)..<4 {
             a.session.send(noteOn(0, note), at: net.now)
             a.session.flush()
@@ -502,17 +508,7 @@ final class VirtualNetwork {
     @Test func aRepairUnderTimestampPlayoutIsPlayedInItsPlaceNotHeldBack() {
         // What a journal repairs has no delta time: it plays at its packet's time. (Given the packet's whole RTP
         // timestamp as a delta, a repair waited hours, and every later event behind it.)
-        let net = VirtualNetwork()
-        let a = net.add(1, name: "A", ssrc: 100)
-        let b = net.add(2, name: "B", ssrc: 200) { $0.playout = [(NameGlob("*"), true)] }
-        a.session.invite(b.address, label: "b", now: net.now)
-        net.deliver()
-        var dropNext = false
-        net.lose = { bytes, _ in
-            guard bytes.first == 0x80 else { return false }
-            defer { dropNext.toggle() }
-            return dropNext
-        }
+        let (net, a, b) = sessionLosingEveryOtherPacket(timestampPlayout: true)
         for note in UInt8(0)..<4 {
             a.session.send(noteOn(0, note), at: net.now)
             a.session.flush()
