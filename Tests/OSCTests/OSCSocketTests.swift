@@ -228,7 +228,12 @@ private func freePort() throws -> UInt16 {
             delivered.update { $0 += 1 }
             again.close() // on the queue, from the handler: must not wait for the reader
         }
-        for _ in 0..<3 { try again.send(OSCMessage("/x"), to: address) }
+        // Sent from a socket of their own: the handler closes `again` while they may still be going out.
+        let sender = try UDPSocket(address: loopback, port: 0)
+        defer { sender.close() }
+        var datagram: [UInt8] = []
+        try OSCPacket.encode(OSCMessage("/x"), into: &datagram)
+        for _ in 0..<3 { #expect(datagram.withUnsafeBytes { sender.send($0, to: address) } == nil) }
         #expect(waitUntil { delivered.value >= 1 })
         queue.sync {} // the handler has returned
         usleep(100_000)
