@@ -716,8 +716,8 @@ clock: { tempo: %g }
             current = [offset for when, offset, _ in ck if when <= stamp]
             in_force.append(current[-1] if current else 0)
         rounds = [round_trip for _, _, round_trip in ck]
-        print("B's CK offset to A (true offset 0; emulated: shortest round trip of the last 4 s): %d changes, chosen "
-              "round trips %s-%s ms; in force over the ticks: mean %s ms, mean |.| %s ms, max |.| %s ms"
+        print("B's CK offset to A (true offset 0; emulated: quickest leg each way over the last 16 s): %d changes, "
+              "shortest round trips %s-%s ms; in force over the ticks: mean %s ms, mean |.| %s ms, max |.| %s ms"
               % (len(ck), ms(min(rounds)), ms(max(rounds)), ms(statistics.fmean(in_force)),
                  ms(statistics.fmean(map(abs, in_force))), ms(max(map(abs, in_force)))))
         residual = [stamp - offset for stamp, offset in zip(stamps, in_force)]
@@ -732,29 +732,31 @@ clock: { tempo: %g }
 def ck_offsets(log):
     """The offset B reads A's timestamps through, over time: [(since_ns, offset_ns, round_trip_ns)], each time it
     changes. From the CK packets the relay delivered: B's samples are its own exchanges (completed when A's CK 1
-    reaches it: ts3) and A's (when A's CK 2 reaches it); the one kept is the shortest round trip of the last 4 s
-    (at most 16), as SessionPeer.recordClockSync keeps."""
+    reaches it: ts3) and A's (when A's CK 2 reaches it); the estimate is half the difference of the shortest leg
+    each way over the last 16 s (at most 96 exchanges), with the shortest round trip, as ClockOffsetEstimate."""
     samples = []
     for sent, direction, count, ts1, ts2, ts3 in log:
         if count != 2:
             continue
-        round_trip = (ts3 - ts1) * TICK_NS
+        round_trip = ts3 - ts1
         midpoint = ts1 // 2 + ts3 // 2 + (ts1 % 2 + ts3 % 2) // 2
         if direction == "BA":  # B initiated: B's clock minus A's; done when CK 1 reached B (its ts3)
-            samples.append((ts3 * TICK_NS, (midpoint - ts2) * TICK_NS, round_trip))
+            samples.append((ts3 * TICK_NS, midpoint - ts2, round_trip))
         else:  # A initiated: B stores the negated offset when CK 2 reaches it
-            samples.append((sent, (ts2 - midpoint) * TICK_NS, round_trip))
+            samples.append((sent, ts2 - midpoint, round_trip))
     samples.sort()
-    window, kept, changes, current = 4_000_000_000, [], [], None
+    window, kept, changes, current = 16_000_000_000, [], [], None
     for when, offset, round_trip in samples:
         kept = [s for s in kept if when - s[0] <= window]
-        if len(kept) == 16:
+        if len(kept) == 96:
             kept.pop(0)
         kept.append((when, offset, round_trip))
-        best = min(kept, key=lambda s: s[2])
+        out = min(rt - 2 * off for _, off, rt in kept)
+        back = min(rt + 2 * off for _, off, rt in kept)
+        best = (int((back - out) / 4) * TICK_NS, min(rt for _, _, rt in kept) * TICK_NS)
         if best != current:
             current = best
-            changes.append((when, best[1], best[2]))
+            changes.append((when, best[0], best[1]))
     return changes
 
 

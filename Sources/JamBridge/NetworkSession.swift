@@ -202,7 +202,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             let port = ports.controlPort
             statusQueue.sync { SessionStatus.remove(port: port) } // after any write still queued
             let c = session.counters
-            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
+            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.badClockSyncs) clock syncs with impossible round trips, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
         }
         ports.waitUntilClosed()
         self.sink = nil

@@ -46,6 +46,8 @@ public struct SessionCounters: Equatable, Sendable {
     public var malformed = 0
     /// RTP packets from an SSRC with no session.
     public var unknownSender = 0
+    /// CK exchanges ignored for an impossible round trip (negative or over 10 s: times echoed wrong).
+    public var badClockSyncs = 0
     /// Missing RTP sequence numbers seen (packets lost or reordered on the way).
     public var sequenceGaps = 0
     /// Invitations we turned down (policy, version, SSRC collision, data IN without control,
@@ -332,15 +334,25 @@ public final class RTPMIDISession {
             }
             let ts3 = SessionClock.ticks(now)
             sendSession(.clockSync(.init(ssrc: ssrc, count: 2, timestamps: (ts1, ts2, ts3))), from: .data, to: address)
-            peer.recordClockSync(ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3), now: now)
-            delegate.session(clockSynced: peer.info)
+            record(ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3), of: peer, from: address, now: now)
         default: // count 2 is never answered (a peer that did looped forever)
             let result = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ck.timestamps.2)
             // Stored from our side: our clock minus the initiator's (wrapping, like the clocks:
             // a peer's times are arbitrary 64-bit values and -Int64.min would trap).
-            peer.recordClockSync(ClockSyncResult(roundTrip: result.roundTrip, offset: 0 &- result.offset), now: now)
-            delegate.session(clockSynced: peer.info)
+            record(ClockSyncResult(roundTrip: result.roundTrip, offset: 0 &- result.offset), of: peer, from: address, now: now)
         }
+    }
+
+    /// Takes the result of a CK exchange with `peer` completed `now`, unless its round trip is impossible (negative or
+    /// over 10 s, times the peer echoed wrong), which is dropped and counted.
+    private func record(_ result: ClockSyncResult, of peer: SessionPeer, from address: NetworkAddress, now: MonotonicInstant) {
+        guard (0...100_000).contains(result.roundTrip) else {
+            counters.badClockSyncs += 1
+            delegate.session(dropped: "CK exchange with \(peer.info.name) with a round trip of \(result.roundTrip) ticks", from: address)
+            return
+        }
+        peer.recordClockSync(result, now: now)
+        delegate.session(clockSynced: peer.info)
     }
 
     private func receiveRTP(_ bytes: UnsafeRawBufferPointer, from address: NetworkAddress, now: MonotonicInstant) {

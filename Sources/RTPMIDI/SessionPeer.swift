@@ -83,20 +83,13 @@ final class SessionPeer {
     /// and nothing else is sent (RFC 4696 guard packets), and the wait after that one.
     var guardDue: MonotonicInstant?
     var guardInterval: UInt64 = 0
-    /// The CK results of the last `clockSampleWindow` nanoseconds, with when each completed.
-    private var clockSamples: [(result: ClockSyncResult, time: MonotonicInstant)] = []
-    /// How long a CK result is kept to choose from: short enough that two hosts' clocks drift apart by
-    /// well under 0.1 ms (at 20 ppm).
-    static let clockSampleWindow: UInt64 = 4_000_000_000
+    /// The peer's clock from the CK exchanges so far.
+    private var clockEstimate = ClockOffsetEstimate()
 
-    /// Takes a completed CK exchange's `result`: the peer's clock is read through the one with the shortest round
-    /// trip among those of the last `clockSampleWindow`, the newest of equals (as NTP does with its last eight), whose offset the
-    /// network's asymmetry spoils least.
+    /// Takes a completed CK exchange's `result`: the peer's clock is then read through the estimate of
+    /// `ClockOffsetEstimate`, which the network's asymmetry spoils least.
     func recordClockSync(_ result: ClockSyncResult, now: MonotonicInstant) {
-        clockSamples.removeAll { now.nanoseconds &- $0.time.nanoseconds > Self.clockSampleWindow }
-        if clockSamples.count == 16 { clockSamples.removeFirst() }
-        clockSamples.append((result, now))
-        info.clock = clockSamples.reversed().min { $0.result.roundTrip < $1.result.roundTrip }?.result // the newest of equals
+        info.clock = clockEstimate.record(result, now: now)
     }
 
     init(info: PeerInfo, token: UInt32, now: MonotonicInstant, receiver: RTPMIDIReceiver, sender: RTPMIDISender) {

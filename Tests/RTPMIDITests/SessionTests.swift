@@ -568,7 +568,7 @@ final class VirtualNetwork {
 
     @Test func aClockSyncWithExtremeTimestampsWrapsInsteadOfTrapping() {
         // Found by FuzzSessionPacket: ts1 = ts3 = 0 and ts2 = 2^63 give an offset of Int64.min,
-        // whose negation trapped when the responder stored it.
+        // whose negation trapped when the responder stored it. Its round trip (0) is possible, so it is kept.
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)
         let b = net.add(2, name: "B", ssrc: 200)
@@ -577,7 +577,25 @@ final class VirtualNetwork {
         var ck: [UInt8] = []
         SessionPacket.clockSync(.init(ssrc: 100, count: 2, timestamps: (0, 1 << 63, 0))).encode(into: &ck)
         ck.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: net.now) }
-        #expect(b.session.connectedPeers.first?.clock?.offset == Int64.min)
+        #expect(b.session.connectedPeers.first?.clock != nil)
+        #expect(b.session.counters.badClockSyncs == 0)
+    }
+
+    @Test func aClockSyncWithAnImpossibleRoundTripIsDroppedAndCounted() {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        let before = b.session.connectedPeers.first?.clock
+        for (ts1, ts3): (UInt64, UInt64) in [(5_000, 4_000), (0, 200_000)] {
+            var ck: [UInt8] = []
+            SessionPacket.clockSync(.init(ssrc: 100, count: 2, timestamps: (ts1, 7, ts3))).encode(into: &ck)
+            ck.withUnsafeBytes { b.session.receive($0, on: .data, from: a.address.with(port: 5005), now: net.now) }
+        }
+        #expect(b.session.counters.badClockSyncs == 2)
+        #expect(b.session.connectedPeers.first?.clock == before)
+        #expect(b.dropped.count == 2)
     }
 
     @Test func malformedDatagramsAreCountedNotFatal() {
