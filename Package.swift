@@ -32,6 +32,8 @@ let package = Package(
                                                   .product(name: "Yams", package: "Yams")]),
         // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
         .target(name: "Jam", dependencies: ["MIDI"]),
+        // The drum sequencer (sans-I/O): kits as the mixer plays them, patterns, styles, the mixer.
+        .target(name: "Drums"),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -66,6 +68,7 @@ let package = Package(
         .testTarget(name: "RouteFileTests", dependencies: ["MIDI", "Routing", "RouteFile", "OSC", "Transport", "Jam", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "JamTests", dependencies: ["Jam", "MIDI", "MIDITestSupport"]),
+        .testTarget(name: "DrumsTests", dependencies: ["Drums"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Transport", "MIDITestSupport"]),
