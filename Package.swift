@@ -28,12 +28,12 @@ let package = Package(
         // The route-file language: reads route files (YAML, the only module that knows it), checks them with
         // located errors and the songs and recording paths they name, and makes each block's model, which
         // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; clock and activity: Jam; later Drums).
-        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam",
+        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam", "Drums",
                                                   .product(name: "Yams", package: "Yams")]),
         // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
         .target(name: "Jam", dependencies: ["MIDI"]),
         // The drum sequencer (sans-I/O): kits as the mixer plays them, patterns, styles, the mixer.
-        .target(name: "Drums"),
+        .target(name: "Drums", dependencies: ["MIDI", "Jam"]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.

@@ -1,0 +1,217 @@
+import Drums
+import MIDI
+import Foundation
+import Yams
+
+/// Style files: a drummer's groove at every intensity level, its fill, swing and looseness (jambridge-drums(5)).
+public enum StyleFile {
+    /// The keys of a style file.
+    static let keys = ["name", "time", "steps", "levels", "swing", "humanize", "phrase", "groove", "fill"]
+
+    /// Reads the style file at `path`; its mistakes are located errors.
+    public static func load(path: String) throws(RouteFileErrors) -> Style {
+        let start = SourceLocation(file: path, line: 1, column: 1)
+        let text: String
+        do {
+            guard let decoded = String(validating: try RegularFile.contents(atPath: path, limit: RegularFile.routeFileLimit),
+                                       as: UTF8.self) else {
+                throw RouteFileErrors(errors: [RouteFileError(location: start, message: "the style file is not UTF-8 text")])
+            }
+            text = decoded
+        } catch let errors as RouteFileErrors {
+            throw errors
+        } catch {
+            throw RouteFileErrors(errors: [RouteFileError(location: start, message: "cannot read the style file: \(error)")])
+        }
+        return try parse(yaml: text, file: path)
+    }
+
+    /// Reads `yaml` as the style file called `file`; the name defaults to the file's, less its extension.
+    public static func parse(yaml: String, file: String) throws(RouteFileErrors) -> Style {
+        var document = StyleDocument(file: file)
+        let style = document.read(yaml)
+        guard document.errors.isEmpty, let style else {
+            throw RouteFileErrors(errors: document.errors.isEmpty
+                ? [RouteFileError(location: SourceLocation(file: file, line: 1, column: 1), message: "the style file is empty")]
+                : document.errors)
+        }
+        return style
+    }
+}
+
+/// The reader of one style file.
+struct StyleDocument: YAMLDocument {
+    let file: String
+    var errors: [RouteFileError] = []
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func read(_ yaml: String) -> Style? {
+        guard let root = compose(yaml), !Self.isEmpty(root) else { return nil }
+        guard let mapping = root.mapping else {
+            fail(root, "a style file is a mapping with 'groove:' and the style's settings, not \(Self.describe(root))")
+            return nil
+        }
+        let base = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        var name = base, time = TimeSignature(beats: 4, unit: 4), steps: Int?, levels: Int?, swing = 0.5
+        var humanizeTime = 0.0, humanizeVelocity: Float = 0, phrase = 4
+        var grooveNode: Node?, fillNode: Node?
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { continue }
+            switch key {
+            case "name":
+                if let text = value.scalar?.string, !text.isEmpty { name = text } else { fail(value, "'name' is the style's name, such as 'rock'") }
+            case "time":
+                if let signature = readTimeSignature(value) { time = signature }
+            case "steps":
+                steps = readNumber(value, what: "'steps' (steps in a bar)", in: 1...64)
+            case "levels":
+                levels = readNumber(value, what: "'levels' (intensity levels)", in: 1...9)
+            case "swing":
+                if let percent = readNumber(value, what: "'swing' (where the second of two steps falls, in percent: 50 straight, 66 a triplet shuffle)", in: 50...75) {
+                    swing = Double(percent) / 100
+                }
+            case "humanize":
+                (humanizeTime, humanizeVelocity) = readHumanize(value)
+            case "phrase":
+                phrase = readNumber(value, what: "'phrase' (bars in a phrase; the fill ends it)", in: 1...64) ?? phrase
+            case "groove":
+                grooveNode = value
+            case "fill":
+                fillNode = value
+            default:
+                failUnknownKey(keyNode, key, known: StyleFile.keys, in: "a style file")
+            }
+        }
+        let stepsPerBar = steps ?? max(1, time.beats * 16 / time.unit)
+        guard let grooveNode else {
+            fail(root, "a style has a 'groove:' mapping each voice to its steps, such as 'kick: \"1 . . . 1 . . .\"'")
+            return nil
+        }
+        guard let groove = readPattern(grooveNode, what: "groove", stepsPerBar: stepsPerBar) else { return nil }
+        let fill = fillNode.flatMap { readPattern($0, what: "fill", stepsPerBar: stepsPerBar) }
+        let highest = ([groove] + (fill.map { [$0] } ?? [])).flatMap { $0.lines.values.flatMap { $0.compactMap { $0?.level } } }.max() ?? 1
+        if let levels, highest > levels {
+            fail(root, "a step plays from level \(highest) but the style has \(levels) levels ('levels: \(levels)')")
+        }
+        return Style(name: name, time: time, stepsPerBar: stepsPerBar, levels: levels ?? highest, swing: swing,
+                     humanizeTime: humanizeTime, humanizeVelocity: humanizeVelocity, phrase: phrase, groove: groove, fill: fill)
+    }
+
+    private mutating func readNumber(_ node: Node, what: String, in range: ClosedRange<Int>) -> Int? {
+        guard let number = readInteger(node, what: what, range: "\(range.lowerBound)-\(range.upperBound)") else { return nil }
+        guard range.contains(number) else {
+            fail(node, "\(what) is \(range.lowerBound)-\(range.upperBound), not \(number)")
+            return nil
+        }
+        return number
+    }
+
+    private mutating func readTimeSignature(_ node: Node) -> TimeSignature? {
+        let parts = node.scalar?.string.split(separator: "/").compactMap { Int($0) } ?? []
+        guard parts.count == 2, (1...32).contains(parts[0]), [2, 4, 8, 16].contains(parts[1]) else {
+            fail(node, "'time' is a time signature such as 4/4, 6/8 or 7/8 (1-32 beats of 2, 4, 8 or 16)")
+            return nil
+        }
+        return TimeSignature(beats: parts[0], unit: parts[1])
+    }
+
+    private mutating func readHumanize(_ node: Node) -> (Double, Float) {
+        guard let mapping = node.mapping else {
+            fail(node, "'humanize' is a mapping such as '{ time: 4, velocity: 10 }' (milliseconds, MIDI velocity)")
+            return (0, 0)
+        }
+        var time = 0.0, velocity: Float = 0
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { continue }
+            switch key {
+            case "time": time = Double(readNumber(value, what: "'time' (the largest shift of a hit, in milliseconds)", in: 0...20) ?? 0)
+            case "velocity": velocity = Float(readNumber(value, what: "'velocity' (the largest change of a hit's velocity)", in: 0...40) ?? 0) / 127
+            default: failUnknownKey(keyNode, key, known: ["time", "velocity"], in: "'humanize'")
+            }
+        }
+        return (time, velocity)
+    }
+
+    /// A mapping of voices to lines of steps: each line is one bar or as many bars as the longest.
+    private mutating func readPattern(_ node: Node, what: String, stepsPerBar: Int) -> Pattern? {
+        guard let mapping = node.mapping, mapping.count > 0 else {
+            fail(node, "'\(what)' maps voices to their steps, such as 'kick: \"1 . . . 1 . . .\"'")
+            return nil
+        }
+        var lines: [(DrumVoice, [Step?], Node)] = []
+        for (keyNode, value) in mapping {
+            guard let key = scalarKey(keyNode) else { continue }
+            guard let voice = DrumVoice(rawValue: key) else {
+                failUnknownKey(keyNode, key, known: DrumVoice.allCases.map(\.rawValue), in: "'\(what)' (its keys are voices)")
+                continue
+            }
+            guard let steps = readLine(value, stepsPerBar: stepsPerBar) else { continue }
+            lines.append((voice, steps, value))
+        }
+        let bars = lines.map { $0.1.count / stepsPerBar }.max() ?? 1
+        var result: [DrumVoice: [Step?]] = [:]
+        for (voice, steps, node) in lines {
+            let lineBars = steps.count / stepsPerBar
+            guard lineBars == 1 || lineBars == bars else {
+                fail(node, "this line has \(lineBars) bars, the longest \(bars): a line is one bar (repeated) or \(bars)")
+                continue
+            }
+            result[voice] = lineBars == bars ? steps : Array(repeating: steps, count: bars).flatMap { $0 }
+        }
+        return result.isEmpty ? nil : Pattern(lines: result, bars: bars)
+    }
+
+    /// One voice's steps: `.` a rest; a level digit 1-9, then optionally `>` (accent), `g` (ghost), `@VELOCITY`
+    /// (1-127), `?` (half the time) or `?PERCENT`; `|` between bars for the eye.
+    private mutating func readLine(_ node: Node, stepsPerBar: Int) -> [Step?]? {
+        guard let text = node.scalar?.string else {
+            fail(node, "a voice's steps are a string such as \"1 . 2 . 1> . 3g .\", not \(Self.describe(node))")
+            return nil
+        }
+        var steps: [Step?] = []
+        for token in text.split(whereSeparator: { $0 == " " || $0 == "|" }) {
+            if token == "." || token == "-" {
+                steps.append(nil)
+                continue
+            }
+            guard let step = Self.step(token) else {
+                fail(node, "'\(token)' is not a step: write '.' for a rest, or a level 1-9 with '>' (accent), 'g' (ghost), "
+                     + "'@VELOCITY' (1-127) or '?PERCENT' (probability) after it, such as '2', '1>', '3g', '2@90' or '4?30'")
+                return nil
+            }
+            steps.append(step)
+        }
+        guard !steps.isEmpty, steps.count % stepsPerBar == 0 else {
+            fail(node, "\(steps.count) steps, not whole bars of \(stepsPerBar) steps")
+            return nil
+        }
+        return steps
+    }
+
+    /// The step `token` writes, or nil.
+    static func step(_ token: Substring) -> Step? {
+        guard let first = token.first, let level = first.wholeNumberValue, level >= 1 else { return nil }
+        var step = Step(level: level)
+        var rest = token.dropFirst()
+        while let mark = rest.first {
+            rest = rest.dropFirst()
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            rest = rest.dropFirst(digits.count)
+            switch mark {
+            case ">" where digits.isEmpty: step.velocity = Step.accent
+            case "g" where digits.isEmpty: step.velocity = Step.ghost
+            case "@":
+                guard let velocity = Int(digits), (1...127).contains(velocity) else { return nil }
+                step.velocity = Float(velocity) / 127
+            case "?":
+                guard let percent = digits.isEmpty ? 50 : Int(digits), (1...100).contains(percent) else { return nil }
+                step.probability = Float(percent) / 100
+            default: return nil
+            }
+        }
+        return step
+    }
+}
