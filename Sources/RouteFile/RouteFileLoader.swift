@@ -31,7 +31,8 @@ struct EndpointReference {
         case .source where !endpoint.canSend:
             return "'\(name)' is a recorder and cannot send; use it in 'to:', not 'from:'"
         case .sink where !endpoint.canReceive:
-            return "'\(name)' is a MIDI file player and cannot receive; use it in 'from:', not 'to:'"
+            return endpoint.kind == .drums ? "'\(name)' is the drum sequencer's notes and cannot receive; use it in 'from:', not 'to:'"
+                : "'\(name)' is a MIDI file player and cannot receive; use it in 'from:', not 'to:'"
         default:
             return nil
         }
@@ -78,14 +79,16 @@ struct RouteFileDocument: YAMLDocument {
     var alsa: ALSADeclaration?
     /// The file's `clock:` and `activity:` blocks.
     var jam = JamBlocks()
+    /// The file's `drums:` block, if it has one.
+    var drums: DrumsDeclaration?
     /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
     var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
     /// Where this file's `osc:` endpoints listen.
     var oscListeners: [OSCListener] = []
     /// The directory relative paths in the file are resolved against.
-    private let directory: URL
+    let directory: URL
     /// True if the songs (`file:`) and recordings (`record:`) named are checked on disk.
-    private let checksFiles: Bool
+    let checksFiles: Bool
 
     /// Reads and checks the route file at `file`, the songs it plays and the places it records to; a route
     /// file that cannot be read is one error at 1:1.
@@ -144,14 +147,13 @@ struct RouteFileDocument: YAMLDocument {
                 jam.clock = readClockBlock(value, key: keyNode)
             case "activity":
                 jam.activity = JamBlocks.Activity(configuration: readActivityBlock(value, key: keyNode), location: location(keyNode))
-            case _ where RouteFileVocabulary.reservedTopLevelKeys.contains(key):
-                fail(keyNode, "'\(key)' is not supported by this version yet; "
-                     + "this version reads 'session', 'alsa', 'clock', 'activity', 'endpoints' and 'routes'")
+            case "drums":
+                drums = readDrumsBlock(value, key: keyNode)
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
                 fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are "
-                     + "'session', 'alsa', 'clock', 'activity', 'endpoints' and 'routes'")
+                     + "'session', 'alsa', 'clock', 'activity', 'drums', 'endpoints' and 'routes'")
             }
         }
     }

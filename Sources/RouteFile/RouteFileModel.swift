@@ -22,11 +22,13 @@ public enum EndpointKind: Hashable, Sendable {
     /// OSC controllers sending to a UDP port (`osc: { listen: PORT, ... }`); sends what they send, receives
     /// MIDI as feedback for them.
     case osc(OSCEndpointSettings)
+    /// The drum sequencer's notes (the name `drums`, there when the `drums:` block is); a source only.
+    case drums
 
     /// True if the endpoint can be a route's `from`.
     public var canSend: Bool {
         switch self {
-        case .midiFile, .session, .peer, .alsaPorts, .alsaCreated, .osc: true
+        case .midiFile, .session, .peer, .alsaPorts, .alsaCreated, .osc, .drums: true
         case .recorder: false
         }
     }
@@ -34,7 +36,7 @@ public enum EndpointKind: Hashable, Sendable {
     /// True if the endpoint can be a route's `to`.
     public var canReceive: Bool {
         switch self {
-        case .midiFile: false
+        case .midiFile, .drums: false
         case .recorder, .session, .peer, .alsaPorts, .alsaCreated, .osc: true
         }
     }
@@ -109,6 +111,8 @@ public struct RouteConfiguration: Sendable {
     public var songs: [String: TimedSong]
     /// The jam (`clock:`, `activity:`), or nil if no route file has either block.
     public var jam: JamDeclaration?
+    /// The drum sequencer (`drums:`): it plays in the jam, so it also turns the jam on.
+    public var drums: DrumsDeclaration?
 
     /// A configuration holding `endpoints`, `routes`, `session`, `alsa` and `songs` as given.
     public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil,
@@ -217,10 +221,22 @@ public struct RouteConfiguration: Sendable {
                         used(at: endpoint.location, inFile: fileIndex)
                     case .alsaPorts, .alsaCreated:
                         if firstALSAUse == nil { firstALSAUse = endpoint.location }
-                    case .midiFile, .recorder, .session, .osc:
+                    case .midiFile, .recorder, .session, .osc, .drums:
                         break
                     }
                 }
+            }
+        }
+        let drums = onlyDeclaration(of: \.drums, at: \.location, in: documents, named: "the drum sequencer",
+                                    block: "'drums' block", errors: &errorsByFile)
+        if let drums {
+            let name = RouteFileVocabulary.drumsEndpointName
+            if let earlier = endpointIndex[name], let fileIndex = documents.firstIndex(where: { $0.endpoints.contains { $0.name == name } }) {
+                errorsByFile[fileIndex].append(RouteFileError(location: endpoints[earlier].location, message:
+                    "'\(name)' is the drum sequencer's notes when a 'drums' block is written (at \(drums.location)); give this endpoint another name"))
+            } else {
+                endpointIndex[name] = endpoints.count
+                endpoints.append(EndpointDeclaration(name: name, kind: .drums, location: drums.location))
             }
         }
         for (fileIndex, document) in documents.enumerated() {
@@ -299,8 +315,10 @@ public struct RouteConfiguration: Sendable {
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
         let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.songs) { first, _ in first } }
-        return RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa, songs: songs,
-                                  jam: jam)
+        var configuration = RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa,
+                                               songs: songs, jam: jam ?? drums.map { JamDeclaration(location: $0.location) })
+        configuration.drums = drums
+        return configuration
     }
 
     /// The jam the files' `clock:` and `activity:` blocks declare (one of each across all files), with the clock's

@@ -49,7 +49,11 @@ struct StyleDocument: YAMLDocument {
     }
 
     mutating func read(_ yaml: String) -> Style? {
-        guard let root = compose(yaml), !Self.isEmpty(root) else { return nil }
+        guard let root = compose(yaml) else { return nil }
+        guard !Self.isEmpty(root) else {
+            fail(root, "the style file is empty; write a mapping with 'groove:' and the style's settings")
+            return nil
+        }
         guard let mapping = root.mapping else {
             fail(root, "a style file is a mapping with 'groove:' and the style's settings, not \(Self.describe(root))")
             return nil

@@ -3,9 +3,11 @@ import MIDI
 /// The words a route file may use, in one place so messages and the loader agree.
 enum RouteFileVocabulary {
     /// Top-level keys this version reads.
-    static let topLevelKeys = ["session", "alsa", "clock", "activity", "endpoints", "routes"]
-    /// Top-level keys reserved for features a later version adds.
-    static let reservedTopLevelKeys = ["drums"]
+    static let topLevelKeys = ["session", "alsa", "clock", "activity", "drums", "endpoints", "routes"]
+    /// Keys of the `drums:` mapping.
+    static let drumsKeys = ["style", "kit", "voices", "level", "seed", "mute", "audio", "notes"]
+    /// The endpoint name of the drum sequencer's notes.
+    static let drumsEndpointName = "drums"
     /// Keys of the `clock:` mapping.
     static let clockKeys = ["first-start", "fixed", "priority", "on-master-lost", "tempo", "to"]
     /// Keys of the `activity:` mapping.

@@ -11,11 +11,12 @@ protocol YAMLDocument {
 }
 
 extension YAMLDocument {
-    /// The YAML's root node, or nil with its syntax mistakes recorded.
+    /// The YAML's root node (an empty document is an empty plain scalar, as `isEmpty` sees it), or nil with its
+    /// syntax mistakes recorded.
     mutating func compose(_ yaml: String) -> Node? {
         let foundTabs = reportTabIndentation(in: yaml)
         do {
-            return try Yams.compose(yaml: yaml)
+            return try Yams.compose(yaml: yaml) ?? Node.scalar(Node.Scalar("", Tag(.null), .plain))
         } catch {
             // A tab in the indentation is what libyaml stumbles over; its own message would only repeat it.
             if !foundTabs { reportSyntaxError(error, in: yaml) }
