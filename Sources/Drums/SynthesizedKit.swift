@@ -45,16 +45,17 @@ private func synthesizedInstrument(_ voice: DrumVoice) -> KitInstrument {
         // 150 -> 50 Hz in a few tens of milliseconds, and a click of high-passed noise for the beater.
         var click = Biquad(.highPass, 2000)
         return instrument("Kick", level: -3, pan: 0, render(0.8) { t in
-            first.sine(50 + 100 * exp(-t / 0.03)) * exp(-t / 0.13) + 0.5 * click(noise.next()) * exp(-t / 0.002)
+            first.sine(50 + 100 * exp(-t / 0.03)) * exp(-t / 0.13) + 0.8 * click(noise.next()) * exp(-t / 0.0015)
         })
     case .snare:
-        // Two damped tones (the shell) and band-passed noise (the snares); the ghost layer rings less and duller.
+        // Two damped tones (the shell) and band-passed noise (the snares); the ghost layer has fewer, duller snares.
         func snare(bright: Double, snares: Double) -> [Double] {
-            var low = Biquad(.highPass, 1500), high = Biquad(.lowPass, bright), shell = Oscillator(), overtone = Oscillator()
+            var highPass = Biquad(.highPass, 1500), lowPass = Biquad(.lowPass, bright)
+            var shell = Oscillator(), overtone = Oscillator()
             return render(0.4) { t in
                 0.7 * shell.sine(180 * (1 + 0.1 * exp(-t / 0.01))) * exp(-t / 0.05)
                     + 0.4 * overtone.sine(330) * exp(-t / 0.03)
-                    + snares * high(low(noise.next())) * exp(-t / 0.06)
+                    + snares * lowPass(highPass(noise.next())) * exp(-t / 0.06)
             }
         }
         let ghost = stereo(snare(bright: 4000, snares: 1), level: -6, pan: 0)
