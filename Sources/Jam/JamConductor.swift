@@ -107,6 +107,17 @@ public struct JamConductor: Sendable {
     /// The tempo in force: the generator's while it leads from here, else the follower's (nil until it heard two ticks).
     public var tempo: Double? { election.master == instance || election.master == nil ? generator.tempo : follower.tempo }
 
+    /// The song's timeline while one runs (what the drums play along): the generator's while this instance leads,
+    /// else the follower's once it has a tempo.
+    public var timeline: (any BeatTimeline)? {
+        generator.isRunning ? generator : follower.isRunning && follower.tempo != nil ? follower : nil
+    }
+
+    /// The session's total activity as the drums follow it: the master's total as heard, else this instance's own.
+    public func sessionTotal(at now: MonotonicInstant) -> UInt7 {
+        aggregator.heardTotal ?? aggregator.total(at: now)
+    }
+
     /// Where the song is at `now`, in ticks since its start; nil while none runs.
     public func songTick(at now: MonotonicInstant) -> Double? {
         generator.isRunning ? generator.tick(at: now) : follower.position(at: now)

@@ -21,6 +21,8 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     private var clock: ClockThread?
     /// The deadline the clock thread sleeps towards: an event that makes something due earlier wakes it.
     private var sleepingUntil: MonotonicInstant?
+    /// The drum sequencer (`drums:`), playing along the jam's song.
+    private var drums: DrumsPlayer?
     private var refusals = 0
     private var shownTempo: Double?
     private var shownTotal: UInt7?
@@ -33,14 +35,25 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         self.declaration = declaration
         logger = context.logger
         monitor = context.monitor
+        drums = configuration.drums.map(DrumsPlayer.init)
     }
 
-    var endpoints: [String: RunningEndpoint] { [:] }
+    var endpoints: [String: RunningEndpoint] {
+        drums.map { [DrumsDeclaration.endpointName: RunningEndpoint(source: $0.source)] } ?? [:]
+    }
 
-    /// Keeps the jam (its master, its song) while its rules stay; the outputs follow at `start`.
+    /// Keeps the jam (its master, its song) while its rules stay, and the drums while their kit, sound and notes
+    /// stay (a new style from the next bar line, the level and mutes at once); the outputs follow at `start`.
     func apply(_ block: JamDeclaration, in configuration: RouteConfiguration) -> PartUpdate {
         guard block.policy == declaration.policy, block.onMasterLost == declaration.onMasterLost,
-              block.tempo == declaration.tempo, block.activity == declaration.activity else { return .replace }
+              block.tempo == declaration.tempo, block.activity == declaration.activity,
+              (drums == nil) == (configuration.drums == nil) else { return .replace }
+        if let drums, let new = configuration.drums {
+            let old = drums.declaration
+            guard new.kit == old.kit, new.voices == old.voices, new.audio == old.audio, new.seed == old.seed,
+                  new.channel == old.channel, new.notes == old.notes else { return .replace }
+            engine?.queue.sync { drums.apply(new) } ?? drums.apply(new)
+        }
         declaration = block
         return .applied
     }
@@ -74,7 +87,8 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     }
 
     var status: String {
-        engine?.queue.sync { statusLine } ?? "jam: not started"
+        engine?.queue.sync { statusLine + (drums.map { "\n" + $0.status(at: MonotonicClock.now(), conductor: conductor!) } ?? "") }
+            ?? "jam: not started"
     }
 
     /// Stops the jam: a clock it runs sends Stop; then the timer ends and the session and engine forget it.
@@ -168,13 +182,14 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     private func fire(_ now: MonotonicInstant) -> MonotonicInstant? {
         guard conductor != nil else { return nil }
         drive { $0.fire(now: now, emit: $1) }
+        let drumsDue = drums?.fire(conductor!, now: now)
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
             shownTempo = tempo
             monitor.note("tempo \((tempo * 10).rounded() / 10) BPM", at: now)
         }
         // Whatever the conductor says, the thread (at real-time priority) never spins: 100 µs at least between calls.
-        sleepingUntil = conductor!.nextDeadline.map { max($0, now.advanced(byNanoseconds: 100_000)) }
+        sleepingUntil = [conductor!.nextDeadline, drumsDue].compactMap { $0 }.min().map { max($0, now.advanced(byNanoseconds: 100_000)) }
         return sleepingUntil
     }
 

@@ -5,6 +5,9 @@ import Yams
 
 /// The drum sequencer a route file's `drums:` block declares (jambridge-routes(5), "The drums").
 public struct DrumsDeclaration: Equatable, Sendable {
+    /// The name routes give the sequencer's notes.
+    public static let endpointName = "drums"
+
     /// Where the sequencer's kit comes from.
     public enum KitSource: Equatable, Sendable {
         /// The kit synthesised at start-up.

@@ -7,7 +7,7 @@ enum RouteFileVocabulary {
     /// Keys of the `drums:` mapping.
     static let drumsKeys = ["style", "kit", "voices", "level", "seed", "mute", "audio", "notes"]
     /// The endpoint name of the drum sequencer's notes.
-    static let drumsEndpointName = "drums"
+    static let drumsEndpointName = DrumsDeclaration.endpointName
     /// Keys of the `clock:` mapping.
     static let clockKeys = ["first-start", "fixed", "priority", "on-master-lost", "tempo", "to"]
     /// Keys of the `activity:` mapping.

@@ -40,7 +40,7 @@ private func hex(_ message: MIDIMessage) -> String {
 }
 
 /// What Tests/Peers/take_read.py reports: each reader's notes and tempo events, pretty_midi's bar lines.
-private struct TakeReaders: Decodable {
+struct TakeReaders: Decodable {
     struct Note: Decodable { var pitch: Int; var beat: Double; var seconds: Double }
     struct Tempo: Decodable { var beat: Double?; var seconds: Double; var bpm: Double }
     struct Reader: Decodable { var notes: [Note]; var tempos: [Tempo]; var downbeats: [Double]? }

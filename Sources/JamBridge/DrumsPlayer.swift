@@ -1,0 +1,117 @@
+import Drums
+import Jam
+import MIDI
+import RouteFile
+
+/// The `drums` endpoint: the drum sequencer's notes enter the engine through it, like any source's.
+final class DrumsSource: SourceEndpoint, @unchecked Sendable { // id and sink: set and read on the engine's queue
+    private(set) var id: EndpointID?
+    private(set) var sink: EventSink?
+
+    func start(id: EndpointID, sink: EventSink) {
+        sink.queue.async { [self] in
+            self.id = id
+            self.sink = sink
+        }
+    }
+
+    func stop() {
+        guard let sink else { return }
+        sink.queue.sync {
+            self.id = nil
+            self.sink = nil
+        }
+    }
+}
+
+/// The drum sequencer in the daemon, on the engine's queue, driven by the jam's `fire`: it plays along the song's
+/// timeline while one runs (the generator's when this instance leads, the follower's otherwise), asks the sequencer
+/// for the hits of the next `lookahead`, and sends each as a note-on from the `drums` endpoint at its time, with
+/// its note-off `noteLength` later (at most half a step).
+final class DrumsPlayer {
+    /// How far ahead of now hits are computed: enough for the audio buffer and a late wake-up.
+    static let lookahead: UInt64 = 60_000_000
+    /// How long a drum note is held.
+    static let noteLength: UInt64 = 50_000_000
+
+    private(set) var declaration: DrumsDeclaration
+    private(set) var sequencer: DrumSequencer
+    let source = DrumsSource()
+    /// Hits computed, not yet sent as notes, in time order; note-offs due, in time order.
+    private var pending: [DrumHit] = []
+    private var noteOffs: [(time: MonotonicInstant, note: UInt7)] = []
+    private var playing = false
+    private(set) var counters = (notes: 0, relocations: 0)
+
+    init(_ declaration: DrumsDeclaration) {
+        self.declaration = declaration
+        sequencer = DrumSequencer(style: declaration.style, seed: declaration.seed)
+        sequencer.lockedLevel = declaration.level
+        sequencer.muted = declaration.muted
+    }
+
+    /// Takes a new declaration of the same kit and outputs: the style from the next bar line, the level and mutes now.
+    func apply(_ new: DrumsDeclaration) {
+        if new.style != declaration.style { sequencer.change(to: new.style) }
+        sequencer.lockedLevel = new.level
+        sequencer.muted = new.muted
+        declaration = new
+    }
+
+    /// Plays what is due by `now` along `conductor`'s song; returns when it next needs to be called.
+    func fire(_ conductor: JamConductor, now: MonotonicInstant) -> MonotonicInstant? {
+        if let timeline = conductor.timeline, let tick = conductor.songTick(at: now) {
+            if !playing || abs(tick - sequencer.position) > sequencer.style.time.barTicks {
+                if playing { counters.relocations += 1 }
+                pending.removeAll()
+                sequencer.locate(tick: tick)
+                playing = true
+            }
+            if let through = conductor.songTick(at: now.advanced(byNanoseconds: Self.lookahead)) {
+                let total = conductor.sessionTotal(at: now).value
+                sequencer.play(through: through, timeline: timeline, activity: total) { pending.append($0) }
+                pending.sort { $0.time < $1.time }
+            }
+        } else if playing {
+            playing = false
+            pending.removeAll()
+        }
+        send(until: now.advanced(byNanoseconds: JamConductor.earlyTolerance), stepLength: conductor.tempo)
+        return [pending.first?.time, noteOffs.first?.time].compactMap { $0 }.min()
+    }
+
+    /// Sends the note-ons and note-offs due by `horizon`.
+    private func send(until horizon: MonotonicInstant, stepLength tempo: Double?) {
+        guard let id = source.id, let sink = source.sink else {
+            pending.removeAll { $0.time <= horizon }
+            return
+        }
+        let step = tempo.map { 60e9 / $0 / 24 * sequencer.style.stepTicks } ?? 1e9
+        let length = min(Self.noteLength, UInt64(step / 2))
+        while let hit = pending.first, hit.time <= horizon {
+            pending.removeFirst()
+            let note = declaration.note(of: hit.voice)
+            let velocity = UInt7(masking: UInt8(max(1, min(127, (hit.velocity * 127).rounded()))))
+            sink.routeOnQueue(MIDIEvent(.noteOn(channel: declaration.channel, note: note, velocity: velocity), from: id, at: hit.time))
+            let off = hit.time.advanced(byNanoseconds: length)
+            noteOffs.insert((off, note), at: noteOffs.firstIndex { $0.time > off } ?? noteOffs.endIndex)
+            counters.notes += 1
+        }
+        while let off = noteOffs.first, off.time <= horizon {
+            noteOffs.removeFirst()
+            sink.routeOnQueue(MIDIEvent(.noteOff(channel: declaration.channel, note: off.note, velocity: UInt7(masking: 0)), from: id, at: off.time))
+        }
+    }
+
+    /// The drums' part of the status line.
+    func status(at now: MonotonicInstant, conductor: JamConductor) -> String {
+        let style = declaration.styleName == sequencer.style.name ? sequencer.style.name : "\(sequencer.style.name) (\(declaration.styleName))"
+        let level = sequencer.lockedLevel.map { "level \($0) (kept)" } ?? "level \(sequencer.level) of \(sequencer.style.levels) (following the activity)"
+        guard playing, let tick = conductor.songTick(at: now) else { return "drums: \(style), \(level), waiting for the rhythm" }
+        let barTicks = sequencer.style.time.barTicks
+        let beatTicks = barTicks / Double(sequencer.style.time.beats)
+        let bar = Int(tick / barTicks) + 1, beat = Int(tick.truncatingRemainder(dividingBy: barTicks) / beatTicks) + 1
+        let muted = sequencer.muted.isEmpty ? "" : ", muted: \(sequencer.muted.sorted().map(\.rawValue).joined(separator: ", "))"
+        return "drums: \(style), \(level), bar \(bar) beat \(beat)\(muted)"
+    }
+}

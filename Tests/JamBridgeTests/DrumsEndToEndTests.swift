@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// The drum sequencer in the running daemon: its notes reach a route's sink in time with the jam's clock.
+@Suite(.serialized) struct DrumsEndToEndTests {
+    @Test func theDrumsPlayTheirStyleOnTheJamsBeatIntoATakeMidoAndPrettyMIDIRead() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path),
+                     "mido's and pretty_midi's Python \(peersPython.path) is missing: run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let file = dir.appendingPathComponent("drums.yaml")
+        try """
+            clock: { tempo: 120, to: [take] }
+            drums: { style: rock, level: 1, seed: 3 }
+            endpoints:
+              take: { record: take.mid }
+            routes:
+              - { from: drums, to: take }
+
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "30", file.path])
+        #expect(daemon.waitForError(containing: "jam: "))
+        #expect(try jambridge(["start", "--pid", "\(daemon.pid)"]).status == 0)
+        Thread.sleep(forTimeInterval: 4.5)
+        let status = try jambridge(["status", "--pid", "\(daemon.pid)"]).out
+        #expect(status.contains("drums: rock, level 1 (kept), bar "), "\(status)")
+        #expect(try jambridge(["stop", "--pid", "\(daemon.pid)"]).status == 0)
+        Thread.sleep(forTimeInterval: 0.5)
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 20)
+        #expect(result.status == 0, "\(result.err)")
+        let read = try run(peersPython.path, [repositoryRoot.appendingPathComponent("Tests/Peers/take_read.py").path,
+                                              dir.appendingPathComponent("take.mid").path])
+        #expect(read.status == 0, "\(read.out)")
+        let readers = try JSONDecoder().decode(TakeReaders.self, from: Data(read.out.utf8))
+        // Rock at level 1: kick on 1 and 3, snare on 2 and 4, the hat on every beat (GM 36, 38, 42), each within
+        // the style's 3 ms of humanising (0.006 beat at 120 BPM) of its beat, which the take's tempo map counts from
+        // the jam's Start.
+        for (name, notes) in [("mido", readers.mido.notes), ("pretty_midi", readers.pretty_midi.notes)] {
+            #expect(notes.count >= 16, "\(name): \(notes.count) notes")
+            var byBeat: [Int: [Int]] = [:]
+            for note in notes {
+                let beat = note.beat.rounded()
+                #expect(abs(note.beat - beat) < 0.01, "\(name): note \(note.pitch) on beat \(note.beat)")
+                byBeat[Int(beat), default: []].append(note.pitch)
+            }
+            let firstBeat = try #require(byBeat.keys.min())
+            for (beat, pitches) in byBeat where beat < byBeat.keys.max()! {
+                let expected = (beat - firstBeat) % 2 == 0 ? [36, 42] : [38, 42]
+                #expect(pitches.sorted() == expected, "\(name): beat \(beat): \(pitches)")
+            }
+        }
+    }
+}
