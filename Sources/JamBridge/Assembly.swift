@@ -124,7 +124,7 @@ final class Assembly {
     }
 
     /// Carries out a jam command on the engine's queue.
-    func perform(_ command: JamCommand) -> Result<String, JamRefusal> {
+    func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
         engine.queue.sync { engine.perform(command) }
     }
 

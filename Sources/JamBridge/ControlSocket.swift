@@ -83,23 +83,45 @@ final class ControlSocket: @unchecked Sendable {
     }
 }
 
+/// What the drum sequencer is told while it plays: a style (built-in or a style file's path) from the next bar
+/// line, a level to keep (nil: follow the activity), voices muted or not.
+public enum DrumsCommand: Equatable, Sendable {
+    case style(String)
+    case level(Int?)
+    case mute([String], Bool)
+}
+
+/// A command to the running jam (`start`, `stop`, `tempo`) or its drums.
+public enum ControlCommand: Equatable, Sendable {
+    case jam(JamCommand)
+    case drums(DrumsCommand)
+}
+
 /// A request to the control socket.
 public enum ControlRequest: Equatable, Sendable {
     case status
-    /// `start`, `stop`, `tempo`.
-    case jam(JamCommand)
+    case command(ControlCommand)
 
     /// The request in a line of JSON, or nil if it is none.
     init?(json: [UInt8]) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
               let command = object["command"] as? String else { return nil }
         switch command {
-        case "start": self = .jam(.start)
-        case "stop": self = .jam(.stop)
+        case "start": self = .command(.jam(.start))
+        case "stop": self = .command(.jam(.stop))
         case "status": self = .status
         case "tempo":
             guard let bpm = object["bpm"] as? Double else { return nil }
-            self = .jam(.tempo(bpm))
+            self = .command(.jam(.tempo(bpm)))
+        case "drums-style":
+            guard let style = object["style"] as? String else { return nil }
+            self = .command(.drums(.style(style)))
+        case "drums-level":
+            guard let level = object["level"] as? Int else { return nil }
+            self = .command(.drums(.level(level == 0 ? nil : level)))
+        case "drums-mute":
+            guard let voices = object["voices"] as? [String], let on = object["on"] as? Bool else { return nil }
+            self = .command(.drums(.mute(voices, on)))
         default: return nil
         }
     }
@@ -109,9 +131,12 @@ public enum ControlRequest: Equatable, Sendable {
         let object: [String: Any]
         switch self {
         case .status: object = ["command": "status"]
-        case .jam(.start): object = ["command": "start"]
-        case .jam(.stop): object = ["command": "stop"]
-        case .jam(.tempo(let bpm)): object = ["command": "tempo", "bpm": bpm]
+        case .command(.jam(.start)): object = ["command": "start"]
+        case .command(.jam(.stop)): object = ["command": "stop"]
+        case .command(.jam(.tempo(let bpm))): object = ["command": "tempo", "bpm": bpm]
+        case .command(.drums(.style(let style))): object = ["command": "drums-style", "style": style]
+        case .command(.drums(.level(let level))): object = ["command": "drums-level", "level": level ?? 0]
+        case .command(.drums(.mute(let voices, let on))): object = ["command": "drums-mute", "voices": voices, "on": on]
         }
         return Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
     }

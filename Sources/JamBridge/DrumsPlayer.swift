@@ -58,6 +58,47 @@ final class DrumsPlayer {
         declaration = new
     }
 
+    /// Carries out `command`: a style from the next bar line (a built-in one, or a style file by its path), a level
+    /// kept or the activity followed, voices muted or heard.
+    func perform(_ command: DrumsCommand) -> Result<String, JamRefusal> {
+        switch command {
+        case .style(let name):
+            let style: Style
+            if let builtIn = BuiltinStyles.style(name) {
+                style = builtIn
+            } else if name.contains("/") {
+                do {
+                    style = try StyleFile.load(path: name)
+                } catch {
+                    return .failure(JamRefusal(reason: "style file '\(name)': \(error.errors.map(\.description).joined(separator: "; "))"))
+                }
+            } else {
+                return .failure(JamRefusal(reason: "unknown style '\(name)': the built-in styles are \(BuiltinStyles.names.joined(separator: ", ")); a style file is named by its path"))
+            }
+            sequencer.change(to: style)
+            return .success("style \(style.name) from the next bar line")
+        case .level(let level):
+            guard let level else {
+                sequencer.lockedLevel = nil
+                return .success("the level follows the session's activity from the next bar line")
+            }
+            guard (1...sequencer.style.levels).contains(level) else {
+                return .failure(JamRefusal(reason: "the style \(sequencer.style.name) has levels 1-\(sequencer.style.levels), not \(level)"))
+            }
+            sequencer.lockedLevel = level
+            return .success("level \(level) kept from the next bar line")
+        case .mute(let names, let on):
+            let voices = names.map { DrumVoice(rawValue: $0) }
+            guard let unknown = zip(names, voices).first(where: { $0.1 == nil })?.0 else {
+                for voice in voices.compactMap({ $0 }) {
+                    if on { sequencer.muted.insert(voice) } else { sequencer.muted.remove(voice) }
+                }
+                return .success("\(names.joined(separator: ", ")) \(on ? "muted" : "heard again")")
+            }
+            return .failure(JamRefusal(reason: "unknown voice '\(unknown)': the voices are \(DrumVoice.allCases.map(\.rawValue).joined(separator: ", "))"))
+        }
+    }
+
     /// Plays what is due by `now` along `conductor`'s song; returns when it next needs to be called.
     func fire(_ conductor: JamConductor, now: MonotonicInstant) -> MonotonicInstant? {
         if let timeline = conductor.timeline, let tick = conductor.songTick(at: now) {

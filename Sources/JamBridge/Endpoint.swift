@@ -19,8 +19,8 @@ public protocol EventSink: AnyObject, Sendable {
     func routeBatch(_ body: () -> Void)
     /// Adds `work` to the end of the running batch and returns true; false if no batch is running.
     func atEndOfBatch(_ work: @escaping () -> Void) -> Bool
-    /// Carries out a jam command (OSC `/jambridge/...`); call only on `queue`.
-    func perform(_ command: JamCommand) -> Result<String, JamRefusal>
+    /// Carries out a command to the jam or its drums (OSC `/jambridge/...`); call only on `queue`.
+    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>
 }
 
 /// An endpoint that produces events (a file player, an OSC endpoint; ALSA ports and session peers come in through their clients).

@@ -16,7 +16,7 @@ public final class Engine: EventSink, @unchecked Sendable {
     /// Sees every event before the router (the jam): returns true for one it took, which is not routed.
     var tap: ((MIDIEvent) -> Bool)?
     /// Carries out jam commands while a jam runs.
-    var commands: ((JamCommand) -> Result<String, JamRefusal>)?
+    var commands: ((ControlCommand) -> Result<String, JamRefusal>)?
     private var inBatch = false
     private var endOfBatch: [() -> Void] = []
 
@@ -54,7 +54,7 @@ public final class Engine: EventSink, @unchecked Sendable {
         return true
     }
 
-    public func perform(_ command: JamCommand) -> Result<String, JamRefusal> {
+    public func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
         dispatchPrecondition(condition: .onQueue(queue))
         return commands?(command) ?? .failure(JamRefusal(reason: "no jam runs: the route files have no 'clock' or 'activity' block"))
     }

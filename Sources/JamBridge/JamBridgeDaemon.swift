@@ -83,8 +83,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
     }
 
-    /// Carries out a jam command (as `jambridge start|stop|tempo` and OSC `/jambridge/...` do).
-    public func perform(_ command: JamCommand) -> Result<String, JamRefusal> {
+    /// Carries out a command to the jam or its drums (as `jambridge start|stop|tempo|drums` and OSC `/jambridge/...` do).
+    public func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
         control.sync { assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) }
     }
 
@@ -96,7 +96,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 case .status:
                     return ControlReply(ok: true, message: "jambridge \(getpid()) running \(options.files.joined(separator: ", "))",
                                         lines: status())
-                case .jam(let command):
+                case .command(let command):
                     switch perform(command) {
                     case .success(let message): return ControlReply(ok: true, message: message)
                     case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)

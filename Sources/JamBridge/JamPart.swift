@@ -94,7 +94,7 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     /// Stops the jam: a clock it runs sends Stop; then the timer ends and the session and engine forget it.
     func stop() {
         guard let engine else { return }
-        engine.queue.sync { if conductor?.generator.isRunning == true { _ = command(.stop) } }
+        engine.queue.sync { if conductor?.generator.isRunning == true { _ = jam(.stop) } }
         clock?.stop()
         clock = nil
         engine.queue.sync {
@@ -107,8 +107,27 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
 
     // MARK: On the engine's queue
 
-    /// Carries out `command` (from `jambridge start|stop|tempo` or OSC) and says what happened.
-    func command(_ command: JamCommand) -> Result<String, JamRefusal> {
+    /// Carries out `command` (from `jambridge start|stop|tempo|drums` or OSC) and says what happened.
+    func command(_ command: ControlCommand) -> Result<String, JamRefusal> {
+        switch command {
+        case .jam(let command): jam(command)
+        case .drums(let command): drums(command)
+        }
+    }
+
+    /// Tells the drums `command`, and says what happened.
+    private func drums(_ command: DrumsCommand) -> Result<String, JamRefusal> {
+        guard let drums else { return .failure(JamRefusal(reason: "no drums play: the route files have no 'drums' block")) }
+        let result = drums.perform(command)
+        switch result {
+        case .success(let text): logger.info("drums: \(text)")
+        case .failure(let refusal): logger.notice("drums: \(refusal.reason)")
+        }
+        return result
+    }
+
+    /// Carries out a start, stop or tempo and says what happened.
+    private func jam(_ command: JamCommand) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
         let now = MonotonicClock.now()
         let result = drive { $0.perform(command, now: now, emit: $1) }

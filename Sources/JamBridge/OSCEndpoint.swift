@@ -206,9 +206,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         counts.messages += 1
         monitor?.show(osc: "\(message)", from: "\(sender)", to: name, at: now)
         if message.address.hasPrefix(Self.commandPrefix) {
-            guard let command = JamCommand(message) else {
+            guard let command = ControlCommand(message) else {
                 counts.rejected += 1
-                logger.warning("\(name): \(message.address) is not a jambridge command; they are \(Self.commandPrefix)start, \(Self.commandPrefix)stop and \(Self.commandPrefix)tempo with the beats a minute")
+                logger.warning("\(name): \(message.address) is not a jambridge command; they are \(Self.commandPrefix)start, \(Self.commandPrefix)stop, \(Self.commandPrefix)tempo with the beats a minute, \(Self.commandPrefix)drums/style with a style, \(Self.commandPrefix)drums/level with a level (0: follow) and \(Self.commandPrefix)drums/mute with a voice and 1 or 0")
                 return
             }
             _ = sink?.perform(command)
@@ -317,20 +317,35 @@ extension OSCEndpoint {
     static let commandPrefix = "/jambridge/"
 }
 
-extension JamCommand {
+extension ControlCommand {
     /// The command an OSC message under `/jambridge/` is, or nil.
     init?(_ message: OSCMessage) {
+        let arguments = message.arguments
         switch message.address.dropFirst(OSCEndpoint.commandPrefix.count) {
-        case "start" where message.arguments.isEmpty: self = .start
-        case "stop" where message.arguments.isEmpty: self = .stop
-        case "tempo" where message.arguments.count == 1:
-            switch message.arguments[0] {
-            case .float(let bpm): self = .tempo(Double(bpm))
-            case .double(let bpm): self = .tempo(bpm)
-            case .int32(let bpm): self = .tempo(Double(bpm))
-            default: return nil
-            }
+        case "start" where arguments.isEmpty: self = .jam(.start)
+        case "stop" where arguments.isEmpty: self = .jam(.stop)
+        case "tempo" where arguments.count == 1:
+            guard let bpm = Self.number(arguments[0]) else { return nil }
+            self = .jam(.tempo(bpm))
+        case "drums/style" where arguments.count == 1:
+            guard case .string(let style) = arguments[0] else { return nil }
+            self = .drums(.style(style))
+        case "drums/level" where arguments.count == 1:
+            guard let level = Self.number(arguments[0]).map(Int.init) else { return nil }
+            self = .drums(.level(level == 0 ? nil : level))
+        case "drums/mute" where arguments.count == 2:
+            guard case .string(let voice) = arguments[0], let on = Self.number(arguments[1]) else { return nil }
+            self = .drums(.mute([voice], on != 0))
         default: return nil
+        }
+    }
+
+    private static func number(_ argument: OSCArgument) -> Double? {
+        switch argument {
+        case .float(let value): Double(value)
+        case .double(let value): value
+        case .int32(let value): Double(value)
+        default: nil
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import JamBridge
 import Logging
 import RouteFile
@@ -11,7 +12,7 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self]
+        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self, Drums.self]
     )
 }
 
@@ -216,14 +217,14 @@ struct Start: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start the jam's rhythm from the running jambridge (it becomes clock master if no one leads).")
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.jam(.start), command: "start") }
+    func run() throws { try daemon.send(.command(.jam(.start)), command: "start") }
 }
 
 /// `jambridge stop`: the running daemon stops the rhythm it leads.
 struct Stop: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop the rhythm the running jambridge leads.")
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.jam(.stop), command: "stop") }
+    func run() throws { try daemon.send(.command(.jam(.stop)), command: "stop") }
 }
 
 /// `jambridge tempo BPM`: the running daemon's clock tempo.
@@ -233,7 +234,7 @@ struct Tempo: ParsableCommand {
     @Argument(help: "Beats a minute, 20-300.")
     var bpm: Double
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.jam(.tempo(bpm)), command: "tempo") }
+    func run() throws { try daemon.send(.command(.jam(.tempo(bpm))), command: "tempo") }
 }
 
 /// `jambridge status`: what the running daemon is doing.
@@ -242,4 +243,43 @@ struct Status: ParsableCommand {
         abstract: "Show what the running jambridge is doing: its parts, the clock master, tempo and activity.")
     @OptionGroup var daemon: DaemonOptions
     func run() throws { try daemon.send(.status, command: "status") }
+}
+
+/// `jambridge drums style|level|mute|unmute ...`: the running daemon's drum sequencer.
+struct Drums: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change the running jambridge's drums: style, level, muted voices.",
+        discussion: "style NAME|PATH: a built-in style (rock, funk, bossa, six-eight) or a style file, from the next bar line. level N|follow: keep level N, or follow the session's activity. mute VOICE...|unmute VOICE...: silence voices or hear them again.")
+    @Argument(help: "style, level, mute or unmute.")
+    var action: String
+    @Argument(help: "The style, the level, or the voices.")
+    var values: [String]
+    @OptionGroup var daemon: DaemonOptions
+
+    func validate() throws {
+        guard ["style", "level", "mute", "unmute"].contains(action) else {
+            throw ValidationError("'\(action)' is not a drums command: style, level, mute or unmute")
+        }
+        guard !values.isEmpty, action == "mute" || action == "unmute" || values.count == 1 else {
+            throw ValidationError(action == "style" ? "give one style" : action == "level" ? "give one level, or 'follow'" : "give the voices")
+        }
+        if action == "level", values[0] != "follow", Int(values[0]).map({ $0 >= 1 }) != true {
+            throw ValidationError("the level is a number from 1, or 'follow'")
+        }
+    }
+
+    func run() throws {
+        let command: DrumsCommand
+        switch action {
+        case "style": command = .style(values[0].contains("/") ? absolute(values[0]) : values[0])
+        case "level": command = .level(Int(values[0]))
+        default: command = .mute(values, action == "mute")
+        }
+        try daemon.send(.command(.drums(command)), command: "drums \(action)")
+    }
+
+    /// `path` made absolute against the working directory, for the daemon, which runs elsewhere.
+    private func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
 }

@@ -23,6 +23,16 @@ import Testing
         Thread.sleep(forTimeInterval: 4.5)
         let status = try jambridge(["status", "--pid", "\(daemon.pid)"]).out
         #expect(status.contains("drums: rock, level 1 (kept), bar "), "\(status)")
+        // The drums told what to play: refusals say why, changes come at the next bar line.
+        let pid = ["--pid", "\(daemon.pid)"]
+        #expect(try jambridge(["drums", "level", "9"] + pid).err.contains("the style rock has levels 1-5, not 9"))
+        #expect(try jambridge(["drums", "mute", "cowbel"] + pid).err.contains("unknown voice 'cowbel'"))
+        #expect(try jambridge(["drums", "style", "polka"] + pid).err.contains("unknown style 'polka'"))
+        #expect(try jambridge(["drums", "mute", "crash", "clap"] + pid).out.contains("crash, clap muted"))
+        #expect(try jambridge(["drums", "level", "follow"] + pid).out.contains("follows the session's activity"))
+        #expect(try jambridge(["drums", "level", "1"] + pid).out.contains("level 1 kept"))
+        let muted = try jambridge(["status", "--pid", "\(daemon.pid)"]).out
+        #expect(muted.contains("muted: clap, crash"), "\(muted)")
         #expect(try jambridge(["stop", "--pid", "\(daemon.pid)"]).status == 0)
         Thread.sleep(forTimeInterval: 0.5)
         daemon.interrupt()
@@ -46,7 +56,7 @@ import Testing
             let firstBeat = try #require(byBeat.keys.min())
             for (beat, pitches) in byBeat where beat < byBeat.keys.max()! {
                 let expected = (beat - firstBeat) % 2 == 0 ? [36, 42] : [38, 42]
-                #expect(pitches.sorted() == expected, "\(name): beat \(beat): \(pitches)")
+                #expect(pitches.sorted() == expected, "\(name): beat \(beat): \(pitches) of \(byBeat.sorted { $0.key < $1.key })")
             }
         }
     }
