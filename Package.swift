@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "OSC", targets: ["OSC"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
         .library(name: "Jam", targets: ["Jam"]),
+        .library(name: "DrumKits", targets: ["DrumKits"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -34,6 +35,12 @@ let package = Package(
         .target(name: "Jam", dependencies: ["MIDI"]),
         // The drum sequencer (sans-I/O): kits as the mixer plays them, patterns, styles, the mixer.
         .target(name: "Drums", dependencies: ["MIDI", "Jam"]),
+        // libsndfile (Debian libsndfile1-dev): reads WAV, FLAC and AIFF samples, writes renders.
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        // libsamplerate (Debian libsamplerate0-dev): sample-rate conversion and pitch by resampling.
+        .systemLibrary(name: "CSamplerate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
+        // Drum kits from disk: Hydrogen drumkits and sample folders (kit.yaml, read by RouteFile) into Drums' Kit.
+        .target(name: "DrumKits", dependencies: ["Drums", "CSndfile", "CSamplerate"]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -69,6 +76,7 @@ let package = Package(
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "JamTests", dependencies: ["Jam", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "DrumsTests", dependencies: ["Drums"]),
+        .testTarget(name: "DrumKitsTests", dependencies: ["DrumKits", "Drums", "RouteFile"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Transport", "MIDITestSupport"]),

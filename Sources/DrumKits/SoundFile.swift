@@ -1,0 +1,159 @@
+import CSndfile
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sound files through libsndfile: samples read (WAV, FLAC, AIFF and whatever else it knows), renders written.
+public enum SoundFile {
+    /// The longest sound read, 60 s: a cymbal rings for seconds, a longer file is a mistake, not a drum.
+    public static let maximumSeconds = 60
+    /// The highest sample rate read, 384 kHz.
+    public static let maximumRate = 384_000
+    /// The most channels a sound file read may have (of which the first two are kept).
+    public static let maximumChannels = 8
+
+    /// A sound as read: one or two channels (of more, the first two) at the file's rate.
+    public struct Audio: Sendable, Equatable {
+        /// The frames one after the other, each `channelCount` samples (left then right).
+        public var samples: [Float]
+        /// 1 (mono) or 2 (stereo).
+        public var channelCount: Int
+        public var rate: Int
+
+        public var frameCount: Int { samples.count / channelCount }
+
+        /// The samples of channel `index` (0: left or mono, 1: right).
+        public func channel(_ index: Int) -> [Float] {
+            stride(from: index, to: samples.count, by: channelCount).map { samples[$0] }
+        }
+    }
+
+    /// The sound in the regular file at `path`, refused if it is anything else (a FIFO would make the read wait), if
+    /// libsndfile cannot read it, if it holds no sound, more than `maximumSeconds`, or less than its header says
+    /// (a truncated file, or a header claiming gigabytes).
+    public static func read(path: String) throws(SoundFileError) -> Audio {
+        let descriptor: Int32
+        do {
+            descriptor = try KitFileAccess.openRegularFile(path)
+        } catch {
+            throw SoundFileError(path: path, reason: error.reason)
+        }
+        defer { close(descriptor) }
+        var info = SF_INFO()
+        guard let file = sf_open_fd(descriptor, Int32(SFM_READ), &info, Int32(SF_FALSE)) else {
+            throw SoundFileError(path: path, reason: "not a sound file libsndfile can read (\(message(sf_strerror(nil))))")
+        }
+        defer { sf_close(file) }
+        let channelCount = Int(info.channels)
+        let rate = Int(info.samplerate)
+        guard (1...maximumRate).contains(rate) else {
+            throw SoundFileError(path: path, reason: "its sample rate, \(rate) Hz, is not one jambridge plays (1-\(maximumRate) Hz)")
+        }
+        guard (1...maximumChannels).contains(channelCount) else {
+            throw SoundFileError(path: path, reason: "it has \(channelCount) channels, more than a drum sample's \(maximumChannels)")
+        }
+        let maximumFrames = rate * maximumSeconds
+        // Read straight into one interleaved buffer, doubled as needed: a header's frame count may lie.
+        var capacity = min(max(Int(clamping: info.frames), 1 << 12), rate * 10)
+        var samples = [Float](repeating: 0, count: capacity * channelCount)
+        var frames = 0
+        while true {
+            if frames == capacity {
+                capacity = min(capacity * 2, maximumFrames + 1)
+                samples += repeatElement(0, count: capacity * channelCount - samples.count)
+            }
+            let count = samples.withUnsafeMutableBufferPointer {
+                Int(sf_readf_float(file, $0.baseAddress! + frames * channelCount, sf_count_t(capacity - frames)))
+            }
+            guard count > 0 else { break }
+            frames += count
+            guard frames <= maximumFrames else {
+                throw SoundFileError(path: path, reason: "it is longer than \(maximumSeconds) s, too long for a drum sample")
+            }
+        }
+        guard sf_error(file) == 0 else { throw SoundFileError(path: path, reason: "it is broken (\(message(sf_strerror(file))))") }
+        guard frames > 0 else { throw SoundFileError(path: path, reason: "it holds no sound (0 frames)") }
+        if info.frames != sf_count_t.max && frames < info.frames || headerClaimsMore(file) {
+            throw SoundFileError(path: path, reason: "it is truncated: its header claims more sound than the file holds")
+        }
+        samples.removeLast(samples.count - frames * channelCount)
+        guard channelCount > 2 else { return Audio(samples: samples, channelCount: channelCount, rate: rate) }
+        let stereo = [Float](unsafeUninitializedCapacity: frames * 2) { buffer, count in
+            samples.withUnsafeBufferPointer { all in
+                for frame in 0..<frames {
+                    buffer[2 * frame] = all[frame * channelCount]
+                    buffer[2 * frame + 1] = all[frame * channelCount + 1]
+                }
+            }
+            count = frames * 2
+        }
+        return Audio(samples: stereo, channelCount: 2, rate: rate)
+    }
+
+    /// Writes `left` and `right` (of one length) to `path` as a 32-bit float stereo WAV at `rate`, replacing what
+    /// was there.
+    public static func writeWAV(path: String, left: [Float], right: [Float], rate: Int) throws(SoundFileError) {
+        precondition(left.count == right.count, "a WAV's channels have one length")
+        var info = SF_INFO()
+        info.samplerate = Int32(clamping: rate)
+        info.channels = 2
+        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+        guard rate > 0, sf_format_check(&info) != 0 else { throw SoundFileError(path: path, reason: "\(rate) Hz is not a rate a WAV can have") }
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError(path: path, reason: "cannot be written (\(message(sf_strerror(nil))))")
+        }
+        let chunkFrames = 4096
+        var chunk = [Float](repeating: 0, count: chunkFrames * 2)
+        var start = 0
+        while start < left.count {
+            let count = min(chunkFrames, left.count - start)
+            for frame in 0..<count {
+                chunk[2 * frame] = left[start + frame]
+                chunk[2 * frame + 1] = right[start + frame]
+            }
+            let written = chunk.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(count)) }
+            guard written == count else {
+                let reason = message(sf_strerror(file))
+                sf_close(file)
+                throw SoundFileError(path: path, reason: "could not be written whole (\(reason))")
+            }
+            start += count
+        }
+        guard sf_close(file) == 0 else { throw SoundFileError(path: path, reason: "could not be finished (\(message(sf_strerror(nil))))") }
+    }
+
+    /// True if libsndfile noted, opening `file`, that a WAV's `data` or an AIFF's `SSND` chunk claims more bytes than
+    /// the file holds: it then reads what is there and says so only in its log ("data : 176400 (should be 99956)").
+    private static func headerClaimsMore(_ file: OpaquePointer) -> Bool {
+        var log = [CChar](repeating: 0, count: 1 << 14)
+        let length = log.withUnsafeMutableBytes { sf_command(file, Int32(SFC_GET_LOG_INFO), $0.baseAddress, Int32($0.count - 1)) }
+        guard length > 0 else { return false }
+        let text = String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.split(separator: "\n").contains { line in
+            let trimmed = line.drop { $0 == " " }
+            return (trimmed.hasPrefix("data") || trimmed.hasPrefix("SSND")) && trimmed.contains("(should be")
+        }
+    }
+
+    /// libsndfile's message, without its final full stop.
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        let message = text.map { String(cString: $0) } ?? "unknown error"
+        return message.hasSuffix(".") ? String(message.dropLast()) : message
+    }
+}
+
+/// Why a sound file could not be read or written.
+public struct SoundFileError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file's path as given.
+    public var path: String
+    /// What is wrong, for the musician: "No such file or directory", "it holds no sound (0 frames)".
+    public var reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    /// `'path': reason`.
+    public var description: String { "'\(path)': \(reason)" }
+}
