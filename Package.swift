@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam",
+            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam", "Drums", "DrumKits",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [

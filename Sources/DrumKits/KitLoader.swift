@@ -5,6 +5,11 @@ public struct LoadedKit: Sendable {
     public var kit: Kit
     /// Voices the kit lacks, instruments no voice plays, parts of the kit left out: one log line each.
     public var warnings: [KitWarning]
+
+    public init(kit: Kit, warnings: [KitWarning]) {
+        self.kit = kit
+        self.warnings = warnings
+    }
 }
 
 /// Loads drum kits: a Hydrogen kit (its folder or its drumkit.xml) or a sample folder with a kit.yaml (the folder or

@@ -91,7 +91,7 @@ public enum SoundFile {
     }
 
     /// Writes `left` and `right` (of one length) to `path` as a 32-bit float stereo WAV at `rate`, replacing what
-    /// was there.
+    /// was there; the same samples make the same bytes.
     public static func writeWAV(path: String, left: [Float], right: [Float], rate: Int) throws(SoundFileError) {
         precondition(left.count == right.count, "a WAV's channels have one length")
         var info = SF_INFO()
@@ -102,6 +102,8 @@ public enum SoundFile {
         guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
             throw SoundFileError(path: path, reason: "cannot be written (\(message(sf_strerror(nil))))")
         }
+        // No PEAK chunk: it carries the time of writing, and the same render must be the same file.
+        sf_command(file, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
         let chunkFrames = 4096
         var chunk = [Float](repeating: 0, count: chunkFrames * 2)
         var start = 0

@@ -1,4 +1,6 @@
 import ArgumentParser
+import DrumKits
+import Drums
 import Foundation
 import JamBridge
 import Logging
@@ -12,7 +14,7 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self, Drums.self]
+        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self, Drums.self, Render.self]
     )
 }
 
@@ -281,5 +283,69 @@ struct Drums: ParsableCommand {
     /// `path` made absolute against the working directory, for the daemon, which runs elsewhere.
     private func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}
+
+/// `jambridge render ROUTES... --bars N --activity CURVE --out FILE.wav`: the drums, offline.
+struct Render: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Render the route files' drums to a WAV file, offline, with the daemon's sequencer and mixer.",
+        discussion: "The activity CURVE is N (0-127 throughout), A-B (from A to B along the render) or BAR:VALUE,BAR:VALUE,... (straight lines between the points). The tempo is the clock block's unless --tempo says otherwise.")
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "Bars to render.") var bars: Int = 8
+    @Option(help: "The session's total activity along the render.") var activity: String = "0"
+    @Option(help: "Beats a minute (default: the route files' clock tempo).") var tempo: Double?
+    @Option(help: "The WAV file to write (48 kHz stereo).") var out: String
+    @Argument(help: "Route files (YAML) with a 'drums' block.") var routes: [String]
+
+    func validate() throws {
+        guard !routes.isEmpty else { throw ValidationError("give at least one route file") }
+        guard (1...10_000).contains(bars) else { throw ValidationError("--bars takes 1-10000") }
+        guard ActivityCurve(activity) != nil else {
+            throw ValidationError("--activity is N (0-127), A-B (a ramp) or BAR:VALUE,BAR:VALUE,... , not '\(activity)'")
+        }
+        if let tempo, !(20...300).contains(tempo) { throw ValidationError("--tempo takes 20-300 beats a minute") }
+    }
+
+    func run() throws {
+        let logger = global.bootstrapLogging()
+        let configuration: RouteConfiguration
+        do {
+            configuration = try RouteConfiguration.load(files: routes)
+        } catch {
+            report(error)
+            throw ExitCode(1)
+        }
+        guard let drums = configuration.drums else {
+            logger.error("the route files have no 'drums' block: nothing to render")
+            throw ExitCode(1)
+        }
+        let kit: LoadedKit
+        do {
+            kit = try loadKit(of: drums)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(1)
+        }
+        for warning in kit.warnings { logger.notice("\(warning)") }
+        let bpm = tempo ?? configuration.jam?.tempo ?? 120
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result: DrumRender.Result
+        do {
+            result = try renderDrums(drums, kit: kit.kit, tempo: bpm, bars: bars, activity: ActivityCurve(activity)!, to: out)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(1)
+        }
+        let elapsed = started.duration(to: clock.now)
+        let seconds = Double(result.frames.count / 2) / Double(Kit.sampleRate)
+        let took = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        var levels: [Int: Int] = [:]
+        for hit in result.hits { levels[hit.bar] = hit.level }
+        let shown = (0..<bars).map { levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
+        print("\(out): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
+              + "\(result.hits.count) hits (\(String(format: "%.0f", seconds / max(took, 1e-6)))x real time); levels by bar: \(shown)")
     }
 }

@@ -141,3 +141,14 @@ func milliseconds(_ hit: DrumHit) -> Double { Double(hit.time.nanoseconds - 1_00
         #expect(play(&sequencer, bars: 1).map(\.voice) == [.kick])
     }
 }
+
+@Suite struct ActivityCurveTests {
+    @Test func constantRampAndPoints() throws {
+        #expect(try #require(ActivityCurve("64")).value(atBar: 3, of: 8) == 64)
+        let ramp = try #require(ActivityCurve("0-127"))
+        #expect([0, 4, 8].map { ramp.value(atBar: $0, of: 8) } == [0, 64, 127])
+        let points = try #require(ActivityCurve("2:0,4:100,6:20"))
+        #expect([0, 2, 3, 4, 5, 6, 9].map { points.value(atBar: $0, of: 8) } == [0, 0, 50, 100, 60, 20, 20])
+        for bad in ["", "128", "a-b", "3:10,2:20", "1:200", "-1:5", "10-"] { #expect(ActivityCurve(bad) == nil, "\(bad)") }
+    }
+}

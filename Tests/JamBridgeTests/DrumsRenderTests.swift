@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+/// What `wav_onsets.py` (Debian's soundfile) finds in a WAV file.
+struct WAVOnsets: Decodable {
+    var rate: Int
+    var channels: Int
+    var frames: Int
+    var peak: Double
+    var onsets: [Int]
+}
+
+/// Debian's Python, which has python3-soundfile.
+let systemPython = "/usr/bin/python3"
+
+func onsets(in file: URL, threshold: Double = 0.02) throws -> WAVOnsets {
+    let read = try run(systemPython, [repositoryRoot.appendingPathComponent("Tests/Peers/wav_onsets.py").path, file.path, "\(threshold)"])
+    #expect(read.status == 0, "\(read.out)")
+    return try JSONDecoder().decode(WAVOnsets.self, from: Data(read.out.utf8))
+}
+
+/// `jambridge render`: the drums offline, read back with soundfile.
+@Suite struct DrumsRenderTests {
+    /// A clave (short: each hit is over well before the next) on every eighth at level 1 and on the swung sixteenths
+    /// between them at level 2, at 120 BPM: a sixteenth is 6,000 frames at 48 kHz, a bar 96,000.
+    private func setUp(swing: Int = 60, level: String = "follow") throws -> URL {
+        let dir = try temporaryDirectory()
+        try """
+            name: clicks
+            swing: \(swing)
+            groove:
+              clave: "1 2 1 2 1 2 1 2 1 2 1 2 1 2 1 2"
+
+            """.write(to: dir.appendingPathComponent("clicks.yaml"), atomically: true, encoding: .utf8)
+        let file = dir.appendingPathComponent("r.yaml")
+        try "clock: { tempo: 120 }\ndrums: { style: ./clicks.yaml, level: \(level) }\n".write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test func onsetsFallOnTheExactFramesTheTempoAndSwingImplyAndTheLevelChangesOnBarLines() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: systemPython), "no \(systemPython) with soundfile: run scripts/install-deps.sh")
+        let routes = try setUp()
+        let wav = routes.deletingLastPathComponent().appendingPathComponent("clicks.wav")
+        // Quiet for two bars, then the room heats up at once.
+        let result = try jambridge(["render", routes.path, "--bars", "4", "--activity", "0:0,1.8:0,1.9:127", "--out", wav.path])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("4 bars of clicks at 120.0 BPM on the built-in kit") && result.out.contains("levels by bar: 1 1 2 2"), "\(result.out)")
+        let read = try onsets(in: wav)
+        #expect(read.rate == 48_000 && read.channels == 2 && read.peak <= 1)
+        // The first hit is at frame 0; its sample rises past the threshold `attack` frames in, and so does every hit.
+        let attack = try #require(read.onsets.first)
+        #expect(attack <= 2)
+        let eighths = (0..<16).map { $0 * 12_000 }
+        let swung = (16..<32).flatMap { [$0 * 12_000, $0 * 12_000 + 7_200] } // 60 %: the second sixteenth 1,200 frames late
+        #expect(read.onsets == (eighths + swung).map { $0 + attack })
+    }
+
+    @Test func theLevelRisesAlongAnActivityRampOnlyAtBarLines() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: systemPython), "no \(systemPython) with soundfile: run scripts/install-deps.sh")
+        let routes = try setUp(swing: 50)
+        let wav = routes.deletingLastPathComponent().appendingPathComponent("ramp.wav")
+        #expect(try jambridge(["render", routes.path, "--bars", "6", "--activity", "0-127", "--out", wav.path]).status == 0)
+        let read = try onsets(in: wav)
+        let perBar = (0..<6).map { bar in read.onsets.filter { $0 / 96_000 == bar }.count }
+        // Each bar is wholly one level: 8 hits or 16, never between; quiet at the start, busy at the end, never back.
+        #expect(perBar.allSatisfy { $0 == 8 || $0 == 16 }, "\(perBar)")
+        #expect(perBar.first == 8 && perBar.last == 16 && perBar == perBar.sorted(), "\(perBar)")
+    }
+
+    @Test func theSameSeedRendersTheSameFileAndAnotherSeedAnother() throws {
+        let dir = try temporaryDirectory()
+        var files: [Data] = []
+        for (name, seed) in [("a", 1), ("b", 1), ("c", 2)] {
+            let routes = dir.appendingPathComponent("\(name).yaml")
+            try "drums: { style: funk, seed: \(seed) }\n".write(to: routes, atomically: true, encoding: .utf8)
+            let wav = dir.appendingPathComponent("\(name).wav")
+            #expect(try jambridge(["render", routes.path, "--bars", "4", "--activity", "0-127", "--out", wav.path]).status == 0)
+            files.append(try Data(contentsOf: wav))
+        }
+        #expect(files[0] == files[1])
+        #expect(files[0] != files[2])
+    }
+
+    @Test func aHydrogenKitRendersAndAMissingKitOrNoDrumsBlockIsAClearError() throws {
+        let dir = try temporaryDirectory()
+        let kit = "/usr/share/hydrogen/data/drumkits/The Black Pearl 1.0"
+        try #require(FileManager.default.fileExists(atPath: kit), "no \(kit): run scripts/install-deps.sh (hydrogen-drumkits)")
+        let routes = dir.appendingPathComponent("pearl.yaml")
+        try "drums: { style: rock, kit: \"\(kit)\" }\n".write(to: routes, atomically: true, encoding: .utf8)
+        let wav = dir.appendingPathComponent("pearl.wav")
+        let rendered = try jambridge(["render", routes.path, "--bars", "2", "--activity", "127", "--out", wav.path])
+        #expect(rendered.status == 0 && rendered.out.contains("on the kit 'The Black Pearl 1.0'"), "\(rendered.out) \(rendered.err)")
+        if FileManager.default.isExecutableFile(atPath: systemPython) {
+            #expect(try onsets(in: wav, threshold: 0.05).onsets.count >= 8)
+        }
+        let none = dir.appendingPathComponent("none.yaml")
+        try "endpoints:\n  x: { alsa: y }\nroutes:\n  - { from: x, to: x }\n".write(to: none, atomically: true, encoding: .utf8)
+        let refused = try jambridge(["render", none.path, "--out", wav.path])
+        #expect(refused.status == 1 && refused.err.contains("no 'drums' block"), "\(refused.err)")
+        let curve = try jambridge(["render", routes.path, "--activity", "loud", "--out", wav.path])
+        #expect(curve.status != 0 && curve.err.contains("--activity is N (0-127), A-B"), "\(curve.err)")
+    }
+}
