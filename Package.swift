@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "OSC", targets: ["OSC"]),
         .library(name: "JamBridge", targets: ["JamBridge"]),
         .library(name: "Jam", targets: ["Jam"]),
+        .library(name: "Drums", targets: ["Drums"]),
         .library(name: "DrumKits", targets: ["DrumKits"]),
     ],
     dependencies: [

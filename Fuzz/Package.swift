@@ -14,7 +14,7 @@ let package = Package(
         .executableTarget(name: "FuzzStandardMIDIFile", dependencies: ["FuzzSupport", .product(name: "MIDI", package: "jambridge")]),
         .executableTarget(name: "FuzzRouteFile", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Routing", package: "jambridge"),
-            .product(name: "RouteFile", package: "jambridge"),
+            .product(name: "RouteFile", package: "jambridge"), .product(name: "Drums", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzSessionPacket", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RTPMIDI", package: "jambridge"),

@@ -14,7 +14,7 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self, Drums.self, Render.self]
+        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self, Drums.self, Render.self, Styles.self]
     )
 }
 
@@ -347,5 +347,29 @@ struct Render: ParsableCommand {
         let shown = (0..<bars).map { levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
         print("\(out): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
               + "\(result.hits.count) hits (\(String(format: "%.0f", seconds / max(took, 1e-6)))x real time); levels by bar: \(shown)")
+    }
+}
+
+/// `jambridge styles [NAME]`: the built-in drum styles, or one's style file to start a style of your own from.
+struct Styles: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the built-in drum styles, or print one as a style file to start your own from.")
+    @Argument(help: "A built-in style's name.") var name: String?
+
+    func run() throws {
+        guard let name else {
+            for name in BuiltinStyles.names {
+                let style = BuiltinStyles.style(name)!
+                print("\(name): \(style.time), \(style.levels) levels, \(style.groove.bars)-bar groove, "
+                      + "fill every \(style.phrase) bars, voices \(style.voices.sorted().map(\.rawValue).joined(separator: " "))")
+            }
+            return
+        }
+        guard let text = BuiltinStyles.text(of: name) else {
+            var standardError = StandardError()
+            print("jambridge styles: no built-in style '\(name)'; they are \(BuiltinStyles.names.joined(separator: ", "))", to: &standardError)
+            throw ExitCode(1)
+        }
+        print(text)
     }
 }
