@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "RouteFileTests", dependencies: ["MIDI", "Routing", "RouteFile", "OSC", "Transport", "Jam", "MIDITestSupport"]),
         .testTarget(name: "RTPMIDITests", dependencies: ["MIDI", "RTPMIDI", "Transport", "MIDITestSupport"]),
         .testTarget(name: "JamTests", dependencies: ["Jam", "MIDI", "MIDITestSupport"]),
-        .testTarget(name: "DrumsTests", dependencies: ["Drums"]),
+        .testTarget(name: "DrumsTests", dependencies: ["Drums", "Jam", "MIDI"]),
         .testTarget(name: "DrumKitsTests", dependencies: ["DrumKits", "Drums", "RouteFile"]),
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),

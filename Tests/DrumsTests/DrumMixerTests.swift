@@ -1,3 +1,4 @@
+import MIDI
 import Testing
 @testable import Drums
 
@@ -59,5 +60,45 @@ import Testing
         for frame in 0..<(DrumMixer.polyphony + 3) { mixer.add(.openHat, velocity: 0.01, at: Int64(frame)) }
         _ = render(&mixer, frames: 256, from: 0)
         #expect(mixer.counters.stolen == 3)
+    }
+}
+
+@Suite struct DrumStreamTests {
+    let kit = Kit(name: "test", instruments: [.clave: KitInstrument(name: "clave", voice: .clave, layers: [KitLayer(sample: Sample(left: [1]))])])
+
+    /// The frames of the first non-zero sample in each of `buffers` buffers of 256 frames, the first heard at 1 s
+    /// and each 256 frames after the one before, with `hits` handed in before the buffer of the same index.
+    func play(_ hits: [[Double]], stream: DrumStream) -> [Int] {
+        var found: [Int] = []
+        for (index, due) in hits.enumerated() {
+            for milliseconds in due {
+                stream.schedule(DrumHit(voice: .clave, velocity: 1, time: MonotonicInstant(nanoseconds: UInt64(1e9 + milliseconds * 1e6)), bar: 0, step: 0, level: 1))
+            }
+            var buffer = [Float](repeating: 0, count: 512)
+            let first = MonotonicInstant(nanoseconds: 1_000_000_000 + UInt64(index) * 256 * 1_000_000_000 / 48_000)
+            buffer.withUnsafeMutableBufferPointer { stream.render(into: $0, firstFrame: first) }
+            found += buffer.enumerated().filter { $0.offset % 2 == 0 && $0.element != 0 }.map { index * 256 + $0.offset / 2 }
+        }
+        return found
+    }
+
+    @Test func hitsLandOnTheFrameTheirTimeImpliesWhicheverBufferTheyFallIn() {
+        let stream = DrumStream(kit: kit)
+        // 1 ms = 48 frames; 10 ms falls in the second buffer (frame 480), 5.4 ms in the first (259: the second).
+        #expect(play([[1, 10, 5.4], [], []], stream: stream) == [48, 259, 480])
+        #expect(stream.counters.lateHits == 0)
+    }
+
+    @Test func aHitHandedInAfterItsFrameStartsAtOnceAndIsCounted() {
+        let stream = DrumStream(kit: kit)
+        #expect(play([[], [1]], stream: stream) == [256])
+        #expect(stream.counters.lateHits == 1)
+    }
+
+    @Test func cancellingForgetsWhatHasNotStarted() {
+        let stream = DrumStream(kit: kit)
+        stream.schedule(DrumHit(voice: .clave, velocity: 1, time: MonotonicInstant(nanoseconds: 1_002_000_000), bar: 0, step: 0, level: 1))
+        stream.cancel()
+        #expect(play([[]], stream: stream).isEmpty)
     }
 }
