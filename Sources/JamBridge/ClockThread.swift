@@ -95,8 +95,7 @@ final class ClockThread: Sendable {
         }
 
         private func raisePriority() {
-            var parameters = sched_param(sched_priority: ClockThread.priority)
-            let result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
+            let result = raiseToRealTimePriority(ClockThread.priority)
             if result == 0 {
                 logger.info("clock thread runs at real-time priority (SCHED_FIFO \(ClockThread.priority))")
             } else {

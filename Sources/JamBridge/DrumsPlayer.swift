@@ -1,5 +1,8 @@
+import ALSA
+import DrumKits
 import Drums
 import Jam
+import Logging
 import MIDI
 import RouteFile
 
@@ -29,8 +32,10 @@ final class DrumsSource: SourceEndpoint, @unchecked Sendable { // id and sink: s
 /// for the hits of the next `lookahead`, and sends each as a note-on from the `drums` endpoint at its time, with
 /// its note-off `noteLength` later (at most half a step).
 final class DrumsPlayer {
-    /// How far ahead of now hits are computed: enough for the audio buffer and a late wake-up.
+    /// How far ahead of now hits are computed without audio (a late wake-up's worth); with audio, the buffer's
+    /// latency is added, so that every hit is in the stream before its frame is rendered.
     static let lookahead: UInt64 = 60_000_000
+    private let lookahead: UInt64
     /// How long a drum note is held.
     static let noteLength: UInt64 = 50_000_000
 
@@ -42,12 +47,52 @@ final class DrumsPlayer {
     private var noteOffs: [(time: MonotonicInstant, note: UInt7)] = []
     private var playing = false
     private(set) var counters = (notes: 0, relocations: 0)
+    /// The audio (`audio:`): the stream the hits are handed to ahead of time, and the device playing it.
+    private let stream: DrumStream?
+    private let playback: PCMPlayback?
 
-    init(_ declaration: DrumsDeclaration) {
+    /// The drums `declaration` asks for; with `audio:`, its kit loaded and its device playing (else a failure that
+    /// says which kit or device and why).
+    init(_ declaration: DrumsDeclaration, logger: Logger) throws(PartFailure) {
         self.declaration = declaration
         sequencer = DrumSequencer(style: declaration.style, seed: declaration.seed)
         sequencer.lockedLevel = declaration.level
         sequencer.muted = declaration.muted
+        guard let audio = declaration.audio else {
+            stream = nil
+            playback = nil
+            lookahead = Self.lookahead
+            return
+        }
+        let consequence = "the jam and its drums stay off until a reload"
+        let kit: LoadedKit
+        do {
+            kit = try loadKit(of: declaration)
+        } catch {
+            throw PartFailure(problem: "\(declaration.location): drums: \(error)", consequence: consequence)
+        }
+        for warning in kit.warnings { logger.notice("\(warning)") }
+        let stream = DrumStream(kit: kit.kit)
+        do {
+            playback = try PCMPlayback(PCMPlayback.Configuration(device: audio.device, period: audio.period, periods: audio.periods),
+                                       log: { level, text in
+                                           switch level {
+                                           case .notice: logger.notice("\(text)")
+                                           case .warning: logger.warning("\(text)")
+                                           case .error: logger.error("\(text)")
+                                           }
+                                       }, render: { buffer, firstFrame in stream.render(into: buffer, firstFrame: firstFrame) })
+        } catch {
+            throw PartFailure(problem: "\(declaration.location): drums: \(error)", consequence: consequence)
+        }
+        self.stream = stream
+        lookahead = Self.lookahead + playback!.latency
+        logger.info("drums: \(declaration.style.name) on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'") through '\(audio.device)': \(playback!.obtained)")
+    }
+
+    /// Stops the audio (the device is closed).
+    func stop() {
+        playback?.stop()
     }
 
     /// Takes a new declaration of the same kit and outputs: the style from the next bar line, the level and mutes now.
@@ -105,17 +150,22 @@ final class DrumsPlayer {
             if !playing || abs(tick - sequencer.position) > sequencer.style.time.barTicks {
                 if playing { counters.relocations += 1 }
                 pending.removeAll()
+                stream?.cancel()
                 sequencer.locate(tick: tick)
                 playing = true
             }
-            if let through = conductor.songTick(at: now.advanced(byNanoseconds: Self.lookahead)) {
+            if let through = conductor.songTick(at: now.advanced(byNanoseconds: lookahead)) {
                 let total = conductor.sessionTotal(at: now).value
-                sequencer.play(through: through, timeline: timeline, activity: total) { pending.append($0) }
+                sequencer.play(through: through, timeline: timeline, activity: total) { hit in
+                    pending.append(hit)
+                    stream?.schedule(hit)
+                }
                 pending.sort { $0.time < $1.time }
             }
         } else if playing {
             playing = false
             pending.removeAll()
+            stream?.cancel()
         }
         send(until: now.advanced(byNanoseconds: JamConductor.earlyTolerance), stepLength: conductor.tempo)
         return [pending.first?.time, noteOffs.first?.time].compactMap { $0 }.min()
@@ -153,6 +203,10 @@ final class DrumsPlayer {
         let beatTicks = barTicks / Double(sequencer.style.time.beats)
         let bar = Int(tick / barTicks) + 1, beat = Int(tick.truncatingRemainder(dividingBy: barTicks) / beatTicks) + 1
         let muted = sequencer.muted.isEmpty ? "" : ", muted: \(sequencer.muted.sorted().map(\.rawValue).joined(separator: ", "))"
-        return "drums: \(style), \(level), bar \(bar) beat \(beat)\(muted)"
+        let audio = stream.map { stream in
+            let counted = stream.counters
+            return "; audio \(playback?.isPlaying == true ? "playing" : "ended"), \(counted.hits) hits, \(counted.lateHits) late, \(playback?.xruns ?? 0) xruns"
+        } ?? ""
+        return "drums: \(style), \(level), bar \(bar) beat \(beat)\(muted)\(audio)"
     }
 }

@@ -31,11 +31,11 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         configuration.jam.map { [("jam", $0)] } ?? []
     }
 
-    init(_ declaration: JamDeclaration, in configuration: RouteConfiguration, context: PartContext) {
+    init(_ declaration: JamDeclaration, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         self.declaration = declaration
         logger = context.logger
         monitor = context.monitor
-        drums = configuration.drums.map(DrumsPlayer.init)
+        if let drums = configuration.drums { self.drums = try DrumsPlayer(drums, logger: context.logger) }
     }
 
     var endpoints: [String: RunningEndpoint] {
@@ -97,6 +97,7 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         engine.queue.sync { if conductor?.generator.isRunning == true { _ = jam(.stop) } }
         clock?.stop()
         clock = nil
+        drums?.stop()
         engine.queue.sync {
             engine.tap = nil
             engine.commands = nil

@@ -21,3 +21,10 @@ public func startThread(_ body: @escaping () -> Void) -> Result<pthread_t, Trans
     }
     return .success(thread)
 }
+
+/// Moves the calling thread to real-time scheduling (SCHED_FIFO at `priority`); returns 0, or the error number when
+/// the system refuses (no CAP_SYS_NICE and no RLIMIT_RTPRIO allowance), and the thread stays as it was.
+public func raiseToRealTimePriority(_ priority: Int32) -> Int32 {
+    var parameters = sched_param(sched_priority: priority)
+    return pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
+}

@@ -60,4 +60,15 @@ import Testing
             }
         }
     }
+
+    @Test func anAudioDeviceOrKitThatCannotOpenStopsTheStartWithAClearError() throws {
+        let dir = try temporaryDirectory()
+        for (drums, error) in [("{ audio: \"hw:97\" }", "drums: cannot play audio on 'hw:97': "),
+                               ("{ kit: \"\(dir.path)\", audio: default }", "is not a drum kit: the folder has neither a kit.yaml")] {
+            let file = dir.appendingPathComponent("drums.yaml")
+            try "drums: \(drums)\n".write(to: file, atomically: true, encoding: .utf8)
+            let result = try jambridge(["run", "--stop-after", "20", file.path], killingAfter: 60)
+            #expect(result.status == 2 && result.err.contains(error), "\(result.err)")
+        }
+    }
 }

@@ -11,13 +11,13 @@ import Testing
 // ticks per beat, who leads).
 
 /// One byte `amidi -d -T monotonic` printed, with the kernel's CLOCK_MONOTONIC time of its arrival, in seconds.
-private struct TimedByte: Equatable {
+struct TimedByte: Equatable {
     var time: Double
     var byte: UInt8
 }
 
 /// Starts `amidi` reading hw:0,`device` (clock bytes too: `-c`) with arrival timestamps until `idleSeconds` of silence.
-private func startTimedReading(device: Int, idleSeconds: Int) throws -> JamBridgeProcess {
+func startTimedReading(device: Int, idleSeconds: Int) throws -> JamBridgeProcess {
     let reader = try JamBridgeProcess(["-p", "hw:0,\(device)", "-d", "-c", "-T", "monotonic", "-t", "\(idleSeconds)"],
                                       launcher: "/usr/bin/amidi")
     Thread.sleep(forTimeInterval: 1) // it has the device open before anything is played
@@ -26,7 +26,7 @@ private func startTimedReading(device: Int, idleSeconds: Int) throws -> JamBridg
 
 /// The bytes in amidi's timestamped dump: a line per read, such as "13.764447927) FA" or "14.01) 903C64"; a message
 /// in running status may follow on a line of its own without a time ("    0750"). A line's bytes share its time.
-private func timedBytes(_ output: String) -> [TimedByte] {
+func timedBytes(_ output: String) -> [TimedByte] {
     var time = 0.0
     return output.split(separator: "\n").flatMap { line -> [TimedByte] in
         let parts = line.split(separator: ")", maxSplits: 1)
@@ -43,10 +43,10 @@ private func messages(_ bytes: [TimedByte]) -> [MIDIMessage] {
 }
 
 /// The system real-time bytes the clock is made of (clock, start, continue, stop), in order.
-private func clockBytes(_ bytes: [TimedByte]) -> [TimedByte] { bytes.filter { (0xF8...0xFC).contains($0.byte) } }
+func clockBytes(_ bytes: [TimedByte]) -> [TimedByte] { bytes.filter { (0xF8...0xFC).contains($0.byte) } }
 
 /// Runs `jambridge COMMAND --pid PID`, the control socket's client; its status and what it printed.
-private func control(_ daemon: JamBridgeProcess, _ arguments: String...) throws -> (status: Int32, out: String, err: String) {
+func control(_ daemon: JamBridgeProcess, _ arguments: String...) throws -> (status: Int32, out: String, err: String) {
     try jambridge(arguments + ["--pid", "\(daemon.pid)"], killingAfter: 60)
 }
 
