@@ -7,6 +7,22 @@ import MIDI
 /// (a FIFO, a terminal or /dev/zero would make a read wait or run forever) and only up to a size limit
 /// (a huge or growing file would fill memory).
 public enum RegularFile {
+    /// The UTF-8 text of the `what` (such as "style file") at `path`, at most `routeFileLimit` bytes; what stops it
+    /// being read is one error at 1:1.
+    static func text(atPath path: String, what: String) throws(RouteFileErrors) -> String {
+        let start = SourceLocation(file: path, line: 1, column: 1)
+        let bytes: [UInt8]
+        do {
+            bytes = try contents(atPath: path, limit: routeFileLimit)
+        } catch {
+            throw RouteFileErrors(errors: [RouteFileError(location: start, message: "cannot read the \(what): \(error)")])
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw RouteFileErrors(errors: [RouteFileError(location: start, message: "the \(what) is not UTF-8 text")])
+        }
+        return text
+    }
+
     /// The largest route file read, 1 MiB: some 10,000 routes, far more than anyone writes by hand,
     /// and checked in under a second.
     public static let routeFileLimit = 1 << 20

@@ -15,17 +15,7 @@ public enum KitFile {
 
     /// Reads the kit file at `path`; its mistakes are located errors. Sample paths are relative to its folder.
     public static func load(path: String) throws(RouteFileErrors) -> KitDescription {
-        let start = SourceLocation(file: path, line: 1, column: 1)
-        let bytes: [UInt8]
-        do {
-            bytes = try RegularFile.contents(atPath: path, limit: RegularFile.routeFileLimit)
-        } catch {
-            throw RouteFileErrors(errors: [RouteFileError(location: start, message: "cannot read the kit file: \(error)")])
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw RouteFileErrors(errors: [RouteFileError(location: start, message: "the kit file is not UTF-8 text")])
-        }
-        return try parse(yaml: text, file: path)
+        try parse(yaml: try RegularFile.text(atPath: path, what: "kit file"), file: path)
     }
 
     /// Reads `yaml` as the kit file at `file` (which is not opened: its folder is where the samples are); the kit's

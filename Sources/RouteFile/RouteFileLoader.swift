@@ -96,18 +96,11 @@ struct RouteFileDocument: YAMLDocument {
         self.file = file
         directory = URL(fileURLWithPath: file).deletingLastPathComponent()
         checksFiles = true
-        let bytes: [UInt8]
         do {
-            bytes = try RegularFile.contents(atPath: file, limit: RegularFile.routeFileLimit)
+            parse(try RegularFile.text(atPath: file, what: "route file"))
         } catch {
-            fail(at: SourceLocation(file: file, line: 1, column: 1), "cannot read the route file: \(error)")
-            return
+            errors += error.errors
         }
-        guard let yaml = String(validating: bytes, as: UTF8.self) else {
-            fail(at: SourceLocation(file: file, line: 1, column: 1), "the route file is not UTF-8 text")
-            return
-        }
-        parse(yaml)
     }
 
     /// Checks `yaml` as the route file called `file`, without reading the files it names.

@@ -10,20 +10,7 @@ public enum StyleFile {
 
     /// Reads the style file at `path`; its mistakes are located errors.
     public static func load(path: String) throws(RouteFileErrors) -> Style {
-        let start = SourceLocation(file: path, line: 1, column: 1)
-        let text: String
-        do {
-            guard let decoded = String(validating: try RegularFile.contents(atPath: path, limit: RegularFile.routeFileLimit),
-                                       as: UTF8.self) else {
-                throw RouteFileErrors(errors: [RouteFileError(location: start, message: "the style file is not UTF-8 text")])
-            }
-            text = decoded
-        } catch let errors as RouteFileErrors {
-            throw errors
-        } catch {
-            throw RouteFileErrors(errors: [RouteFileError(location: start, message: "cannot read the style file: \(error)")])
-        }
-        return try parse(yaml: text, file: path)
+        try parse(yaml: try RegularFile.text(atPath: path, what: "style file"), file: path)
     }
 
     /// Reads `yaml` as the style file called `file`; the name defaults to the file's, less its extension.
