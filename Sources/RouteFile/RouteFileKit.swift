@@ -23,13 +23,7 @@ public enum KitFile {
     public static func parse(yaml: String, file: String) throws(RouteFileErrors) -> KitDescription {
         var document = KitDocument(file: file)
         let description = document.read(yaml)
-        guard document.errors.isEmpty, let description else {
-            throw RouteFileErrors(errors: document.errors.isEmpty
-                ? [RouteFileError(location: SourceLocation(file: file, line: 1, column: 1),
-                                  message: "the kit file is empty; write 'voices:' with each voice's sound file, such as 'kick: kick.wav'")]
-                : document.errors)
-        }
-        return description
+        return try document.checked(description, whenEmpty: "the kit file is empty; write 'voices:' with each voice's sound file, such as 'kick: kick.wav'")
     }
 }
 

@@ -17,12 +17,7 @@ public enum StyleFile {
     public static func parse(yaml: String, file: String) throws(RouteFileErrors) -> Style {
         var document = StyleDocument(file: file)
         let style = document.read(yaml)
-        guard document.errors.isEmpty, let style else {
-            throw RouteFileErrors(errors: document.errors.isEmpty
-                ? [RouteFileError(location: SourceLocation(file: file, line: 1, column: 1), message: "the style file is empty")]
-                : document.errors)
-        }
-        return style
+        return try document.checked(style, whenEmpty: "the style file is empty")
     }
 }
 

@@ -11,6 +11,16 @@ protocol YAMLDocument {
 }
 
 extension YAMLDocument {
+    /// What was read, `value`, if the document holds no mistake; else its mistakes (or, if none was recorded,
+    /// `whenEmpty` at 1:1).
+    func checked<Value>(_ value: Value?, whenEmpty: String) throws(RouteFileErrors) -> Value {
+        guard errors.isEmpty, let value else {
+            throw RouteFileErrors(errors: errors.isEmpty
+                ? [RouteFileError(location: SourceLocation(file: file, line: 1, column: 1), message: whenEmpty)] : errors)
+        }
+        return value
+    }
+
     /// The YAML's root node (an empty document is an empty plain scalar, as `isEmpty` sees it), or nil with its
     /// syntax mistakes recorded.
     mutating func compose(_ yaml: String) -> Node? {
