@@ -97,7 +97,7 @@ final class DrumkitXMLTreeBuilder: NSObject, XMLParserDelegate {
     /// What libxml2's commonest error codes (xmlParserErrors) mean.
     private static let problems: [Int: String] = [
         4: "no element where the document should start (empty, or not XML)",
-        5: "something follows the end of the document",
+        5: "the document ends too early, or something follows its end",
         9: "a character XML does not allow",
         23: "an entity reference without its ';'",
         26: "an entity that is not declared",
@@ -106,7 +106,7 @@ final class DrumkitXMLTreeBuilder: NSObject, XMLParserDelegate {
         68: "a name is missing",
         73: "'>' is missing",
         76: "an end tag does not match its start tag",
-        77: "an element is not closed before the end",
+        77: "an element is not closed",
     ]
 }
 

@@ -73,6 +73,12 @@ private struct DrumkitReader {
     /// The instrument `element` describes, or nil if it has no sample (or a mistake).
     private mutating func instrument(_ element: DrumkitXMLElement) -> KitDescription.Instrument? {
         let name = element.value("name") ?? ""
+        let volume = number(element, "volume", default: 1, in: 0...16, what: "a volume")
+        let gain = number(element, "gain", default: 1, in: 0...16, what: "a gain")
+        let pitch = number(element, "pitchOffset", default: 0, in: -48...48, what: "a pitch in semitones")
+        let pan = pan(of: element)
+        let muteGroup = integer(element, "muteGroup")
+        let note = integer(element, "midiOutNote")
         let components = element.children("instrumentComponent")
         var componentGain: Float = 1
         var layerElements = element.children("layer")
@@ -87,13 +93,7 @@ private struct DrumkitReader {
         if layerElements.isEmpty, let sample = element.value("filename"), !sample.isEmpty {
             layers = [KitDescription.Layer(file: path(of: sample))]
         }
-        guard !layers.isEmpty else { return nil }
-        let volume = number(element, "volume", default: 1, in: 0...16, what: "a volume")
-        let gain = number(element, "gain", default: 1, in: 0...16, what: "a gain")
-        let pitch = number(element, "pitchOffset", default: 0, in: -48...48, what: "a pitch in semitones")
-        guard let volume, let gain, let pitch, let pan = pan(of: element) else { return nil }
-        let muteGroup = integer(element, "muteGroup")
-        let note = integer(element, "midiOutNote")
+        guard !layers.isEmpty, let volume, let gain, let pitch, let pan else { return nil }
         return KitDescription.Instrument(
             name: name, note: note.flatMap { (0...127).contains($0) ? UInt8($0) : nil }, gain: volume * gain * componentGain,
             pan: pan, pitch: pitch, chokeGroup: muteGroup.flatMap { $0 >= 0 ? $0 : nil }, layers: layers)
@@ -117,7 +117,7 @@ private struct DrumkitReader {
     /// The instrument's pan, -1 (left) to 1 (right): `pan`, or the older `pan_L`/`pan_R` channel gains converted as
     /// Hydrogen does (the louder side stays, the other's ratio to it is how far the sound moves towards it).
     private mutating func pan(of element: DrumkitXMLElement) -> Float? {
-        if element.child("pan") != nil { return number(element, "pan", default: 0, in: -1...1, what: "a pan (-1 to 1)") }
+        if element.child("pan") != nil { return number(element, "pan", default: 0, in: -1...1, what: "a pan") }
         guard element.child("pan_L") != nil, element.child("pan_R") != nil else { return 0 }
         let left = number(element, "pan_L", default: 1, in: 0...16, what: "a channel gain")
         let right = number(element, "pan_R", default: 1, in: 0...16, what: "a channel gain")
@@ -132,7 +132,7 @@ private struct DrumkitReader {
         guard let child = element.child(name) else { return fallback }
         let text = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let value = Float(text), range.contains(value) else {
-            fail(child, "<\(name)> is '\(text)', not \(what) from \(range.lowerBound) to \(range.upperBound)")
+            fail(child, "<\(name)> is '\(text)', not \(what) (\(Self.shown(range.lowerBound)) to \(Self.shown(range.upperBound)))")
             return nil
         }
         return value
@@ -147,6 +147,11 @@ private struct DrumkitReader {
             return nil
         }
         return value
+    }
+
+    /// `value` as a message writes it: 16, not 16.0.
+    private static func shown(_ value: Float) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     /// Where the sample `name` is: in the kit's folder unless it is an absolute path (older Hydrogen songs).

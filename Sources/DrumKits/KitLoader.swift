@@ -177,8 +177,8 @@ public enum KitWarning: Equatable, Sendable, CustomStringConvertible {
         case .missingVoices(let kit, let voices):
             "drum kit '\(kit)' has nothing for " + voices.map(\.rawValue).joined(separator: ", ") + ": those hits are silent"
         case .unusedInstruments(let kit, let names):
-            "drum kit '\(kit)': no voice plays " + names.map { "'\($0)'" }.joined(separator: ", ")
-                + " (the route file can give them voices)"
+            "drum kit '\(kit)': no voice plays " + names.prefix(10).map { "'\($0)'" }.joined(separator: ", ")
+                + (names.count > 10 ? " and \(names.count - 10) more" : "") + " (the route file can give them voices)"
         case .componentsLeftOut(let kit, let instrument, let count):
             "drum kit '\(kit)', instrument '\(instrument)': its first component plays, \(count) more "
                 + (count == 1 ? "is" : "are") + " left out"
