@@ -129,7 +129,8 @@ public enum KitLoader {
 public enum KitError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `path` is not a kit: it does not exist, or it is neither a Hydrogen kit nor a sample folder.
     case notAKit(path: String, reason: String)
-    /// The kit's drumkit.xml or kit.yaml cannot be read or holds mistakes, each `file:line:column: message`.
+    /// The kit's drumkit.xml or kit.yaml cannot be read or holds mistakes, each `file:line:column: message`
+    /// (`file:line: message` for a drumkit.xml's elements: libxml2 keeps no column for them).
     case badDescription(kit: String, mistakes: [String])
     /// A sample of `instrument` cannot be played.
     case badSample(kit: String, instrument: String, file: String, reason: String)
