@@ -35,6 +35,7 @@ final class DrumkitXMLElement {
     /// read (no DTD, no network) and entities are not expanded: a kit is plain elements and text.
     static func tree(of bytes: [UInt8]) throws(DrumkitXMLSyntaxError) -> DrumkitXMLElement {
         _ = initialized
+        jambridge_xml_silence()
         guard let context = xmlNewParserCtxt() else { throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "out of memory") }
         defer { xmlFreeParserCtxt(context) }
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
