@@ -82,9 +82,6 @@ private struct DrumkitReader {
         var componentGain: Float = 1
         var layerElements = element.children("layer")
         if let first = components.first {
-            if components.count > 1 {
-                warnings.append(.componentsLeftOut(kit: kit, instrument: name, count: components.count - 1))
-            }
             componentGain = number(first, "gain", default: 1, in: 0...16, what: "a gain") ?? 1
             layerElements = first.children("layer")
         }
@@ -93,6 +90,7 @@ private struct DrumkitReader {
             layers = [KitDescription.Layer(file: path(of: sample))]
         }
         guard !layers.isEmpty, let volume, let gain, let pitch, let pan else { return nil }
+        if components.count > 1 { warnings.append(.componentsLeftOut(kit: kit, instrument: name, count: components.count - 1)) }
         return KitDescription.Instrument(
             name: name, note: note.flatMap { (0...127).contains($0) ? UInt8($0) : nil }, gain: volume * gain * componentGain,
             pan: pan, pitch: pitch, chokeGroup: muteGroup.flatMap { $0 >= 0 ? $0 : nil }, layers: layers)
