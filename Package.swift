@@ -40,8 +40,10 @@ let package = Package(
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         // libsamplerate (Debian libsamplerate0-dev): sample-rate conversion and pitch by resampling.
         .systemLibrary(name: "CSamplerate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
+        // libxml2 (Debian libxml2-dev): Hydrogen's drumkit.xml (FoundationXML's XMLParser traps on some malformed input).
+        .systemLibrary(name: "CLibxml2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // Drum kits from disk: Hydrogen drumkits and sample folders (kit.yaml, read by RouteFile) into Drums' Kit.
-        .target(name: "DrumKits", dependencies: ["Drums", "CSndfile", "CSamplerate"]),
+        .target(name: "DrumKits", dependencies: ["Drums", "CSndfile", "CSamplerate", "CLibxml2"]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.

@@ -28,6 +28,9 @@ let package = Package(
             .product(name: "Transport", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzOSCPacket", dependencies: ["FuzzSupport", .product(name: "OSC", package: "jambridge")]),
+        .executableTarget(name: "FuzzDrumkitXML", dependencies: [
+            "FuzzSupport", .product(name: "DrumKits", package: "jambridge"), .product(name: "Drums", package: "jambridge"),
+        ]),
         .executableTarget(name: "FuzzOSCMapping", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RouteFile", package: "jambridge"),
             .product(name: "OSC", package: "jambridge"),

@@ -20,6 +20,7 @@ declare -A corpus=(
     [FuzzRecoveryJournal]=recovery-journal
     [FuzzOSCPacket]=osc-packet
     [FuzzOSCMapping]=osc-mapping
+    [FuzzDrumkitXML]=drumkit-xml
 )
 # Targets slower per input (two connected sessions each; a stream of messages through several
 # mappers with ticks) run a fifth of the runs.

@@ -19,13 +19,15 @@ cd "$(dirname "$0")/.."
 #   qemu-system-x86               the VM with a real ALSA sequencer (scripts/alsa-vm.sh)
 #   linux-image-amd64             that VM's kernel and its snd-seq, snd-virmidi, snd-aloop modules
 #   busybox-static                that VM's init
-#   libsndfile1-dev               the audio file library jambridge reads drum samples and writes renders with
-#   libsamplerate0-dev            the sample-rate converter that brings drum samples to 48 kHz and pitches them
+#   libsndfile1-dev               the sound-file library jambridge links to read drum samples and write renders
+#   libsamplerate0-dev            the sample-rate converter jambridge links to bring samples to 48 kHz and pitch them
+#   libxml2-dev                   the XML library jambridge links to read Hydrogen drum kits (drumkit.xml)
+#   hydrogen-drumkits             Debian's 14 Hydrogen kits, which the kit and drum tests load
+#   sox                           makes the kit tests' samples and reads audio back (a tool nobody here wrote)
 #   python3-soundfile             reads jambridge's renders back in the drum tests (a WAV reader nobody here wrote)
-#   hydrogen-drumkits             Hydrogen's drum kits, which the drum tests load
-packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev)
+packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev libxml2-dev)
 [ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils liblo-tools
-                                 python3-soundfile hydrogen-drumkits)
+                                 hydrogen-drumkits sox python3-soundfile)
 # The VM's packages, without their recommendations (qemu's GUI, apparmor, firmware).
 vm_packages=()
 [ "${1:-}" = run ] || vm_packages=(qemu-system-x86 linux-image-amd64 busybox-static)

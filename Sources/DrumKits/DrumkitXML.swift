@@ -1,21 +1,19 @@
-import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
+import CLibxml2
 
-/// An element of a drumkit.xml as FoundationXML's parser (libxml2) read it: its name, text, children and where
-/// its start tag is, for located mistakes.
+/// An element of a drumkit.xml as libxml2 read it: its name, text, children and the line it starts on, for located
+/// mistakes.
 final class DrumkitXMLElement {
     let name: String
     let line: Int
-    let column: Int
-    var text = ""
-    var children: [DrumkitXMLElement] = []
+    /// The text directly inside it (not its children's), with the white space around it removed.
+    let text: String
+    let children: [DrumkitXMLElement]
 
-    init(name: String, line: Int, column: Int) {
+    init(name: String, line: Int, text: String, children: [DrumkitXMLElement]) {
         self.name = name
         self.line = line
-        self.column = column
+        self.text = text
+        self.children = children
     }
 
     /// The first child called `name`.
@@ -28,86 +26,74 @@ final class DrumkitXMLElement {
         children.filter { $0.name == name }
     }
 
-    /// The text of the first child called `name`, without the white space around it.
+    /// The text of the first child called `name`.
     func value(_ name: String) -> String? {
-        child(name).map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) }
+        child(name)?.text
     }
-}
 
-/// Builds the element tree of one document (an XMLParser delegate).
-final class DrumkitXMLTreeBuilder: NSObject, XMLParserDelegate {
+    /// The element tree of the XML document `bytes`; refused where libxml2 stopped. Nothing outside the document is
+    /// read (no DTD, no network) and entities are not expanded: a kit is plain elements and text.
+    static func tree(of bytes: [UInt8]) throws(DrumkitXMLSyntaxError) -> DrumkitXMLElement {
+        _ = initialized
+        jambridge_xml_silence()
+        guard let context = xmlNewParserCtxt() else { throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "out of memory") }
+        defer { xmlFreeParserCtxt(context) }
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+        let document = bytes.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.flatMap { base in
+                base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    xmlCtxtReadMemory(context, $0, Int32(clamping: buffer.count), "drumkit.xml", nil, options)
+                }
+            }
+        }
+        guard let document else {
+            guard let error = xmlCtxtGetLastError(context)?.pointee, error.code != 0 else {
+                throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "no XML element in it: it is empty or not XML")
+            }
+            let message = error.message.map { String(cString: $0) } ?? "libxml2 error \(error.code)"
+            throw DrumkitXMLSyntaxError(line: max(Int(error.line), 1), column: max(Int(error.int2), 1),
+                                        message: "not valid XML: " + message.split(whereSeparator: \.isNewline)
+                                            .map { String($0).trimmingWhiteSpace() }.joined(separator: " "))
+        }
+        defer { xmlFreeDoc(document) }
+        guard let root = xmlDocGetRootElement(document) else {
+            throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "no XML element in it: it is empty or not XML")
+        }
+        var count = 0
+        guard let tree = element(root, count: &count) else {
+            throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "more than \(elementLimit) elements: not a drum kit")
+        }
+        return tree
+    }
+
     /// The most elements read (Debian's largest kit has about 3,000): past it the file is not a kit.
     static let elementLimit = 100_000
 
-    private(set) var root: DrumkitXMLElement?
-    /// What stopped the parse, with its line and column.
-    private(set) var failure: (line: Int, column: Int, message: String)?
-    private var open: [DrumkitXMLElement] = []
-    private var count = 0
+    /// libxml2 set up once, before any thread parses.
+    private static let initialized: Void = xmlInitParser()
 
-    /// The root element of `data`; refused where the parse stopped.
-    static func tree(of data: Data) throws(DrumkitXMLSyntaxError) -> DrumkitXMLElement {
-        let parser = XMLParser(data: data)
-        let builder = DrumkitXMLTreeBuilder()
-        parser.delegate = builder
-        parser.shouldResolveExternalEntities = false
-        let parsed = parser.parse()
-        if let failure = builder.failure {
-            throw DrumkitXMLSyntaxError(line: failure.line, column: failure.column, message: failure.message)
-        }
-        guard parsed, let root = builder.root else {
-            throw DrumkitXMLSyntaxError(line: max(parser.lineNumber, 1), column: max(parser.columnNumber, 1),
-                                        message: "no XML element in it: it is empty or not XML")
-        }
-        return root
-    }
-
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                qualifiedName: String?, attributes: [String: String] = [:]) {
+    /// The element `node` and its descendants, or nil past `elementLimit` elements.
+    private static func element(_ node: UnsafeMutablePointer<xmlNode>, count: inout Int) -> DrumkitXMLElement? {
         count += 1
-        guard count <= Self.elementLimit else {
-            failure = (parser.lineNumber, parser.columnNumber, "more than \(Self.elementLimit) elements: not a drum kit")
-            parser.abortParsing()
-            return
+        guard count <= elementLimit else { return nil }
+        var text = ""
+        var children: [DrumkitXMLElement] = []
+        var child = node.pointee.children
+        while let current = child {
+            switch current.pointee.type {
+            case XML_ELEMENT_NODE:
+                guard let element = element(current, count: &count) else { return nil }
+                children.append(element)
+            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
+                if let content = current.pointee.content { text += String(cString: content) }
+            default:
+                break
+            }
+            child = current.pointee.next
         }
-        let element = DrumkitXMLElement(name: elementName, line: parser.lineNumber, column: parser.columnNumber)
-        if let parent = open.last { parent.children.append(element) } else { root = element }
-        open.append(element)
+        let name = node.pointee.name.map { String(cString: $0) } ?? ""
+        return DrumkitXMLElement(name: name, line: Int(xmlGetLineNo(node)), text: text.trimmingWhiteSpace(), children: children)
     }
-
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        open.last?.text += string
-    }
-
-    func parser(_ parser: XMLParser, foundCDATA block: Data) {
-        open.last?.text += String(decoding: block, as: UTF8.self)
-    }
-
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
-        _ = open.popLast()
-    }
-
-    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-        guard failure == nil else { return }
-        let code = (parseError as NSError).code
-        failure = (max(parser.lineNumber, 1), max(parser.columnNumber, 1),
-                   "not valid XML: \(Self.problems[code] ?? "libxml2 error \(code)")")
-    }
-
-    /// What libxml2's commonest error codes (xmlParserErrors) mean.
-    private static let problems: [Int: String] = [
-        4: "no element where the document should start (empty, or not XML)",
-        5: "the document ends too early, or something follows its end",
-        9: "a character XML does not allow",
-        23: "an entity reference without its ';'",
-        26: "an entity that is not declared",
-        39: "an attribute value without quotes",
-        41: "an attribute without a value",
-        68: "a name is missing",
-        73: "'>' is missing",
-        76: "an end tag does not match its start tag",
-        77: "an element is not closed",
-    ]
 }
 
 /// A drumkit.xml that is not well-formed XML: where and what.
@@ -115,4 +101,12 @@ struct DrumkitXMLSyntaxError: Error {
     var line: Int
     var column: Int
     var message: String
+}
+
+extension String {
+    /// The string without the spaces, tabs and line breaks around it.
+    func trimmingWhiteSpace() -> String {
+        let isWhiteSpace = { (character: Character) in character == " " || character == "\t" || character.isNewline }
+        return String(drop(while: isWhiteSpace).reversed().drop(while: isWhiteSpace).reversed())
+    }
 }

@@ -1,5 +1,4 @@
 import Drums
-import Foundation
 
 /// Hydrogen drumkits: a folder with a drumkit.xml and its samples, read into a `KitDescription`. All of Hydrogen's
 /// layouts: the current one (an instrument's layers in `instrumentComponent`), the legacy one (layers directly in
@@ -19,15 +18,15 @@ public enum HydrogenDrumkit {
         } catch {
             throw KitError.badDescription(kit: folder(of: path), mistakes: ["\(path): cannot be read: \(error.reason)"])
         }
-        return try parse(xml: Data(bytes), file: path)
+        return try parse(xml: bytes, file: path)
     }
 
     /// Reads `xml` as the drumkit.xml at `file` (which is not opened: its folder is where the samples are).
-    public static func parse(xml: Data, file: String) throws(KitError) -> (description: KitDescription, warnings: [KitWarning]) {
+    public static func parse(xml: [UInt8], file: String) throws(KitError) -> (description: KitDescription, warnings: [KitWarning]) {
         let kit = folder(of: file)
         let root: DrumkitXMLElement
         do {
-            root = try DrumkitXMLTreeBuilder.tree(of: xml)
+            root = try DrumkitXMLElement.tree(of: xml)
         } catch {
             throw KitError.badDescription(kit: kit, mistakes: ["\(file):\(error.line):\(error.column): \(error.message)"])
         }
@@ -83,9 +82,6 @@ private struct DrumkitReader {
         var componentGain: Float = 1
         var layerElements = element.children("layer")
         if let first = components.first {
-            if components.count > 1 {
-                warnings.append(.componentsLeftOut(kit: kit, instrument: name, count: components.count - 1))
-            }
             componentGain = number(first, "gain", default: 1, in: 0...16, what: "a gain") ?? 1
             layerElements = first.children("layer")
         }
@@ -94,6 +90,7 @@ private struct DrumkitReader {
             layers = [KitDescription.Layer(file: path(of: sample))]
         }
         guard !layers.isEmpty, let volume, let gain, let pitch, let pan else { return nil }
+        if components.count > 1 { warnings.append(.componentsLeftOut(kit: kit, instrument: name, count: components.count - 1)) }
         return KitDescription.Instrument(
             name: name, note: note.flatMap { (0...127).contains($0) ? UInt8($0) : nil }, gain: volume * gain * componentGain,
             pan: pan, pitch: pitch, chokeGroup: muteGroup.flatMap { $0 >= 0 ? $0 : nil }, layers: layers)
@@ -130,7 +127,7 @@ private struct DrumkitReader {
     private mutating func number(_ element: DrumkitXMLElement, _ name: String, default fallback: Float,
                                  in range: ClosedRange<Float>, what: String) -> Float? {
         guard let child = element.child(name) else { return fallback }
-        let text = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = child.text
         guard let value = Float(text), range.contains(value) else {
             fail(child, "<\(name)> is '\(text)', not \(what) (\(Self.shown(range.lowerBound)) to \(Self.shown(range.upperBound)))")
             return nil
@@ -141,7 +138,7 @@ private struct DrumkitReader {
     /// The whole number in the child `name` of `element`, if there is one (Hydrogen writes -1 for none).
     private mutating func integer(_ element: DrumkitXMLElement, _ name: String) -> Int? {
         guard let child = element.child(name) else { return nil }
-        let text = child.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = child.text
         guard let value = Int(text) else {
             fail(child, "<\(name)> is '\(text)', not a whole number")
             return nil
@@ -160,6 +157,6 @@ private struct DrumkitReader {
     }
 
     private mutating func fail(_ element: DrumkitXMLElement, _ message: String) {
-        mistakes.append("\(file):\(element.line):\(element.column): \(message)")
+        mistakes.append("\(file):\(element.line): \(message)")
     }
 }

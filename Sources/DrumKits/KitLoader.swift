@@ -71,6 +71,9 @@ public enum KitLoader {
     public static func kit(from description: KitDescription, at kit: String,
                            overrides: [DrumVoice: String] = [:]) throws(KitError) -> LoadedKit {
         guard !description.instruments.isEmpty else { throw KitError.empty(kit: kit, reason: "it has no instrument with a sample") }
+        // Files several layers play are read once and kept until the kit is made; the others are not kept.
+        let layerFiles = description.instruments.flatMap { $0.layers.map(\.file) }
+        let sharedFiles = Set(Dictionary(layerFiles.map { ($0, 1) }, uniquingKeysWith: +).filter { $0.value > 1 }.keys)
         var audio: [String: SoundFile.Audio] = [:]
         var baked: [Int: [KitLayer]] = [:]
         var broken: Set<Int> = []
@@ -88,32 +91,32 @@ public enum KitLoader {
             let chosen = Set(assignment.instruments.filter { overrides[$0.key] != nil || description.instruments[$0.value].voice != nil }.values)
             for index in Set(assignment.instruments.values).sorted() where baked[index] == nil {
                 let layers = try self.layers(of: description.instruments[index], in: kit, strictly: chosen.contains(index),
-                                             reading: &audio, leftOut: &leftOut)
+                                             keeping: sharedFiles, in: &audio, leftOut: &leftOut)
                 if layers.isEmpty { broken.insert(index) } else { baked[index] = layers }
             }
             guard assignment.instruments.values.allSatisfy({ baked[$0] != nil }) else { continue }
-            let instruments = assignment.instruments.mapValues { index in description.instruments[index] }
+            let instruments = Dictionary(uniqueKeysWithValues: assignment.instruments.map { voice, index in
+                (voice, KitInstrument(name: description.instruments[index].name, voice: voice, layers: baked[index]!,
+                                      chokeGroup: description.instruments[index].chokeGroup))
+            })
             var warnings = leftOut
             if !assignment.missingVoices.isEmpty { warnings.append(.missingVoices(kit: kit, assignment.missingVoices)) }
             if !assignment.unusedInstruments.isEmpty { warnings.append(.unusedInstruments(kit: kit, assignment.unusedInstruments)) }
-            return LoadedKit(kit: Kit(name: description.name, instruments: Dictionary(uniqueKeysWithValues: instruments.map { voice, instrument in
-                (voice, KitInstrument(name: instrument.name, voice: voice, layers: baked[assignment.instruments[voice]!]!,
-                                      chokeGroup: instrument.chokeGroup))
-            })), warnings: warnings)
+            return LoadedKit(kit: Kit(name: description.name, instruments: instruments), warnings: warnings)
         }
     }
 
-    /// The layers of `instrument`, its samples read once each (`audio` keeps what was read, by path). A sample that
+    /// The layers of `instrument`, the sounds of `shared` files kept in `audio` (by path) once read. A sample that
     /// cannot be played is an error if `strictly`, else its layer is left out and said so in `leftOut`.
     private static func layers(of instrument: KitDescription.Instrument, in kit: String, strictly: Bool,
-                               reading audio: inout [String: SoundFile.Audio],
+                               keeping shared: Set<String>, in audio: inout [String: SoundFile.Audio],
                                leftOut: inout [KitWarning]) throws(KitError) -> [KitLayer] {
         var layers: [KitLayer] = []
         for layer in instrument.layers {
             do throws(SoundFileError) {
                 let sound: SoundFile.Audio
                 if let read = audio[layer.file] { sound = read } else { sound = try SoundFile.read(path: layer.file) }
-                audio[layer.file] = sound
+                if shared.contains(layer.file) { audio[layer.file] = sound }
                 do {
                     let sample = try SampleBaking.sample(from: sound, gain: instrument.gain * layer.gain, pan: instrument.pan,
                                                          pitch: instrument.pitch + layer.pitch)
@@ -134,7 +137,8 @@ public enum KitLoader {
 public enum KitError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `path` is not a kit: it does not exist, or it is neither a Hydrogen kit nor a sample folder.
     case notAKit(path: String, reason: String)
-    /// The kit's drumkit.xml or kit.yaml cannot be read or holds mistakes, each `file:line:column: message`.
+    /// The kit's drumkit.xml or kit.yaml cannot be read or holds mistakes, each `file:line:column: message`
+    /// (`file:line: message` for a drumkit.xml's elements: libxml2 keeps no column for them).
     case badDescription(kit: String, mistakes: [String])
     /// A sample of `instrument` cannot be played.
     case badSample(kit: String, instrument: String, file: String, reason: String)

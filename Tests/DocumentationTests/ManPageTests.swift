@@ -21,7 +21,7 @@ private func run(_ executable: String, _ arguments: [String]) throws -> (status:
 }
 
 @Suite struct ManPageTests {
-    static let pages = ["man/jambridge.1", "man/jambridge-routes.5", "man/jambridge-drums.5"]
+    static let pages = ["man/jambridge.1", "man/jambridge-routes.5", "man/jambridge-drums.5", "man/jambridge-kits.5"]
 
     @Test(arguments: pages)
     func pageIsLintClean(_ page: String) throws {

@@ -146,11 +146,10 @@ import Testing
         let folder = try temporaryDirectory()
         try write("garbage", to: "drumkit.xml", in: folder)
         let xml = KitError.badDescription(kit: folder, mistakes: [
-            "\(folder)/drumkit.xml:1:1: not valid XML: no element where the document should start (empty, or not XML)",
+            "\(folder)/drumkit.xml:1:1: not valid XML: Start tag expected, '<' not found",
         ])
         #expect(throws: xml) { try load(folder) }
-        #expect(xml.description == "drum kit '\(folder)': \(folder)/drumkit.xml:1:1: not valid XML: no element where "
-                + "the document should start (empty, or not XML)")
+        #expect(xml.description == "drum kit '\(folder)': \(folder)/drumkit.xml:1:1: not valid XML: Start tag expected, '<' not found")
         // A kit.yaml in the folder comes first.
         try write("voices: { kik: k.wav, snare: { gain: loud } }", to: "kit.yaml", in: folder)
         #expect(throws: KitError.badDescription(kit: folder, mistakes: [

@@ -54,4 +54,30 @@ import Testing
         let mean = Double(intervals.reduce(0, +)) / Double(max(1, intervals.count))
         #expect(abs(mean - 24_000) <= 20 && intervals.allSatisfy { abs($0 - 24_000) <= 240 }, "intervals \(Array(intervals))")
     }
+
+    /// The daemon stopped for a second (SIGSTOP: the audio thread cannot write, the device runs dry): one log line
+    /// says the underrun was recovered, and the drums go on being heard.
+    @Test func anUnderrunIsRecoveredWithOneLineAndTheDrumsPlayOn() throws {
+        let dir = try temporaryDirectory()
+        let routes = dir.appendingPathComponent("audio.yaml")
+        try "clock: { tempo: 120 }\ndrums: { style: rock, level: 5, audio: { device: \"hw:Loopback,0\", period: 1024, periods: 2 } }\n"
+            .write(to: routes, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "240", routes.path])
+        #expect(daemon.waitForError(containing: "through 'hw:Loopback,0': 48 kHz stereo"), "\(daemon.errorSoFar)")
+        #expect(try control(daemon, "start").status == 0)
+        Thread.sleep(forTimeInterval: 3)
+        kill(daemon.pid, SIGSTOP)
+        Thread.sleep(forTimeInterval: 1)
+        kill(daemon.pid, SIGCONT)
+        #expect(daemon.waitForError(containing: "audio underrun on 'hw:Loopback,0', recovered (1 so far)"), "\(daemon.errorSoFar)")
+        let capture = dir.appendingPathComponent("after.wav")
+        let recorded = try JamBridgeProcess(["-D", "hw:Loopback,1", "-f", "FLOAT_LE", "-r", "48000", "-c", "2", "-d", "4", capture.path],
+                                            launcher: "/usr/bin/arecord").finish(killingAfter: 120)
+        #expect(recorded.status == 0, "arecord: \(recorded.err)")
+        #expect(try onsets(in: capture, threshold: 0.05).onsets.count >= 4)
+        let status = try control(daemon, "status").out
+        #expect(status.contains("; audio playing, ") && !status.contains(" 0 xruns"), "\(status)")
+        daemon.interrupt()
+        #expect(daemon.finish(killingAfter: 60).status == 0)
+    }
 }
