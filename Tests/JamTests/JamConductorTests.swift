@@ -99,6 +99,35 @@ final class ConductorHarness {
         #expect(zip(made, made.dropFirst()).allSatisfy { $0.time <= $1.time })
     }
 
+    /// The song's timeline the drums play along: none while idle, the generator's when this instance leads (beat 0
+    /// on its start), the follower's when a peer leads (its beats within a millisecond of the master's, through
+    /// 0-10 ms of jitter), none again once the master stops.
+    @Test func theTimelineIsTheGeneratorsWhenLeadingAndTheFollowersWhenFollowing() throws {
+        let leader = ConductorHarness(name: "rack", ssrc: 0x1000, now: start)
+        #expect(leader.conductor.timeline == nil)
+        _ = leader.perform(.start, at: at(1))
+        let beat4 = try #require(leader.conductor.timeline?.beatTime(of: 4))
+        #expect(abs(beat4.nanoseconds(since: at(3))) < 1_000)
+        _ = leader.perform(.stop, at: at(4))
+        #expect(leader.conductor.timeline == nil)
+
+        var rng = SeededGenerator(seed: 5)
+        let follower = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        follower.receive(.start, from: peer, at: at(0.003), senderTime: at(0))
+        for k in 0..<(24 * 4) {
+            let intended = MonotonicInstant(Double(k) * period, after: at(0))
+            follower.receive(.timingClock, from: peer, at: MonotonicInstant(Double.random(in: 0...10e6, using: &rng), after: intended),
+                             senderTime: intended)
+        }
+        let timeline = try #require(follower.conductor.timeline)
+        for beat in [2.0, 4, 5] {
+            let time = try #require(timeline.beatTime(of: beat))
+            #expect(abs(time.nanoseconds(since: at(beat * 0.5))) < 1e6, "beat \(beat)")
+        }
+        follower.receive(.stop, from: peer, at: at(2.01), senderTime: at(2))
+        #expect(follower.conductor.timeline == nil)
+    }
+
     /// A local drum machine that starts leads: its transport and clock go to the session and the other outputs,
     /// a peer's start is refused while it leads, and its Stop lets anyone start again.
     @Test func aLocalSourceLeadsAndOthersAreRefused() {
