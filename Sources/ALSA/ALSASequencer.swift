@@ -79,9 +79,31 @@ public final class ALSASequencer: @unchecked Sendable {
         if announce >= 0 { _ = snd_seq_connect_from(handle, announce, SND_SEQ_CLIENT_SYSTEM, SND_SEQ_PORT_SYSTEM_ANNOUNCE) }
         queueID = snd_seq_alloc_named_queue(handle, "jambridge")
         if queueID >= 0, snd_seq_control_queue(handle, queueID, Int32(SND_SEQ_EVENT_START.rawValue), 0, nil) >= 0 {
-            queueStart = MonotonicClock.now()
             _ = snd_seq_drain_output(handle)
+            queueStart = Self.start(of: queueID, in: handle)
         }
+    }
+
+    /// Where time 0 of the running queue `queue` lies on the monotonic clock: its own real time read between two
+    /// readings of ours, the closest of five tries (a thread descheduled between starting the queue and reading the
+    /// clock once put every scheduled event that much early in the emulated VM).
+    private static func start(of queue: Int32, in handle: OpaquePointer) -> MonotonicInstant {
+        var status: OpaquePointer?
+        guard snd_seq_queue_status_malloc(&status) == 0, let status else { return MonotonicClock.now() }
+        defer { snd_seq_queue_status_free(status) }
+        var best: (start: MonotonicInstant, spread: UInt64)?
+        for _ in 0..<5 {
+            let before = MonotonicClock.now()
+            guard snd_seq_get_queue_status(handle, queue, status) == 0, let time = snd_seq_queue_status_get_real_time(status) else { break }
+            let after = MonotonicClock.now()
+            let elapsed = UInt64(time.pointee.tv_sec) * 1_000_000_000 + UInt64(time.pointee.tv_nsec)
+            let spread = after.nanoseconds - before.nanoseconds
+            let middle = before.nanoseconds + spread / 2
+            if best.map({ spread < $0.spread }) ?? true {
+                best = (MonotonicInstant(nanoseconds: middle - min(middle, elapsed)), spread)
+            }
+        }
+        return best?.start ?? MonotonicClock.now()
     }
 
     deinit { close() }
