@@ -29,6 +29,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 
     private let options: Options
     private let logger: Logger
+    /// systemd, when it started this daemon as a `Type=notify` service.
+    private let serviceManager: ServiceNotifier
     private let control = DispatchQueue(label: "jambridge.control")
     private let stopRequested = DispatchSemaphore(value: 0)
     // Touched only on `control`.
@@ -42,6 +44,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     public init(options: Options, logger: Logger) {
         self.options = options
         self.logger = logger
+        serviceManager = ServiceNotifier(logger: logger)
     }
 
     /// Loads the route files, runs until stopped, then releases every note and writes the
@@ -54,6 +57,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         } else {
             stopRequested.wait()
         }
+        serviceManager.notify("STOPPING=1", "STATUS=stopping: releasing held notes, writing recordings")
         return stop()
     }
 
@@ -72,9 +76,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             self.assembly = assembly
             let failures = assembly.apply(configuration, starting: true).failures
             guard failures.isEmpty else { return failures }
-            logger.info("jambridge running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))")
+            let running = "running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))"
+            logger.info("jambridge \(running)")
             armSignals()
             openControlSocket()
+            serviceManager.notify("READY=1", "STATUS=\(running)")
             return []
         }
         guard failures.isEmpty else {
@@ -126,15 +132,19 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 
     private func reloadOnControlQueue() -> ReloadOutcome? {
         guard let assembly else { return nil }
+        serviceManager.notify("RELOADING=1", ServiceNotifier.monotonicMicroseconds())
         let configuration: RouteConfiguration
         do {
             configuration = try RouteConfiguration.load(files: options.files)
         } catch {
             logger.error("reload failed; still running the previous routes:\n\(error)")
+            serviceManager.notify("READY=1", "STATUS=reload failed (see the log); running the previous routes")
             return nil
         }
         let outcome = assembly.apply(configuration, starting: false)
-        logger.info("reloaded: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) (\(outcome.started.count) started, \(outcome.stopped.count) stopped)")
+        let reloaded = "reloaded: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) (\(outcome.started.count) started, \(outcome.stopped.count) stopped)"
+        logger.info("\(reloaded)")
+        serviceManager.notify("READY=1", "STATUS=\(reloaded)")
         return ReloadOutcome(started: outcome.started, stopped: outcome.stopped)
     }
 

@@ -5,11 +5,12 @@ import RTPMIDI
 /// per session in the status directory, rewritten when peers come, go or sync their clocks,
 /// removed on stop.
 public enum SessionStatus {
-    /// `/run/jambridge` for root, else `$XDG_RUNTIME_DIR/jambridge`, else `/tmp/jambridge-UID`
-    /// (`JAMBRIDGE_STATUS_DIR` overrides).
+    /// Under systemd the unit's runtime directory (`$RUNTIME_DIRECTORY`), else `/run/jambridge` for root, else
+    /// `$XDG_RUNTIME_DIR/jambridge`, else `/tmp/jambridge-UID` (`JAMBRIDGE_STATUS_DIR` overrides).
     public static var directory: String {
         let environment = ProcessInfo.processInfo.environment
         if let chosen = environment["JAMBRIDGE_STATUS_DIR"], !chosen.isEmpty { return chosen }
+        if let service = systemdRuntimeDirectory() { return service }
         if getuid() == 0 { return "/run/jambridge" }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/jambridge" }
         return "/tmp/jambridge-\(getuid())"

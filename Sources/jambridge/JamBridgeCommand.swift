@@ -23,11 +23,13 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
-    /// Sends log lines at `logLevel` and above to standard error.
+    /// Sends log lines at `logLevel` and above to standard error: timestamped, or as the journal reads them when
+    /// standard error is the journal (under systemd).
     func bootstrapLogging() -> Logger {
         let level = logLevel
+        let journal = JournalLogHandler.standardErrorIsJournal
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler: any LogHandler = journal ? JournalLogHandler() : StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
@@ -37,10 +39,14 @@ struct GlobalOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// Prints route-file errors, one `file:line:column: message` per line, to standard error.
+/// Prints route-file errors, one `file:line:column: message` per line, to standard error (as errors, for the journal).
 func report(_ errors: RouteFileErrors) {
     var standardError = StandardError()
-    print(errors.description, to: &standardError)
+    if JournalLogHandler.standardErrorIsJournal {
+        print(JournalLogHandler.lines(errors.description, level: .error), terminator: "", to: &standardError)
+    } else {
+        print(errors.description, to: &standardError)
+    }
 }
 
 /// Standard error as a `TextOutputStream`.

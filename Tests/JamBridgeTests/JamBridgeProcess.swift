@@ -20,12 +20,18 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
     private let readers = DispatchGroup()
 
     /// Starts jambridge (or `launcher`, e.g. a shell running jambridge somewhere else) with
-    /// `arguments` in the repository's top directory.
-    init(_ arguments: [String], launcher: String? = nil, environment: [String: String] = [:]) throws {
+    /// `arguments` in the repository's top directory; with `journal`, its standard error is what systemd's
+    /// journal stream would be (`JOURNAL_STREAM` names that pipe).
+    init(_ arguments: [String], launcher: String? = nil, environment: [String: String] = [:], journal: Bool = false) throws {
         process.executableURL = launcher.map { URL(fileURLWithPath: $0) } ?? executable
         process.arguments = arguments
         process.currentDirectoryURL = repositoryRoot
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        if journal {
+            var status = stat()
+            fstat(err.fileHandleForWriting.fileDescriptor, &status)
+            process.environment!["JOURNAL_STREAM"] = "\(status.st_dev):\(status.st_ino)"
+        }
         process.standardOutput = out
         process.standardError = err
         try process.run()
