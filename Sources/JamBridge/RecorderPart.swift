@@ -27,5 +27,7 @@ final class RecorderPart: Part {
         block.declaration.kind == declaration.kind ? .applied : .replace
     }
 
-    var status: String { "\(declaration.name): recording to \(recorder.path)" }
+    func report(into status: inout DaemonStatus) {
+        status.recordings[declaration.name] = DaemonStatus.Recording(path: recorder.path)
+    }
 }
