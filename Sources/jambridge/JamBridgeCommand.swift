@@ -240,6 +240,14 @@ struct Status: ParsableCommand {
             print(text(try daemon.send(.status, command: "status"), pretty: true))
             return
         }
+        // Ctrl-C ends it (even where the shell had SIGINT ignored, as for a background job), below the last frame.
+        signal(SIGINT, SIG_IGN)
+        let interrupted = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupted.setEventHandler {
+            FileHandleOutput.standardOutput("\n")
+            Foundation.exit(0)
+        }
+        interrupted.resume()
         while true {
             var frame: String
             do {
