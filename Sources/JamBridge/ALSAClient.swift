@@ -79,6 +79,16 @@ final class ALSAClient: @unchecked Sendable {
         if sink != nil { connectMatching(sequencer.ports()) }
     }
 
+    /// The client, each of `ports` (by endpoint name) with the ports it is connected to, and the failures counted.
+    func report(_ ports: [String: Int32]) -> DaemonStatus.ALSA {
+        let make = { [self] in
+            DaemonStatus.ALSA(client: clientName, clientID: sequencer.clientID, ports: ports.mapValues { port in
+                DaemonStatus.ALSAPort(port: port, connections: connected.values.filter { $0.ports.contains(port) }.map(\.label).sorted())
+            }, failures: failures)
+        }
+        return sink?.queue.sync(execute: make) ?? make()
+    }
+
     /// Forgets an endpoint and removes its port (and so its connections).
     func unregister(_ port: ALSAPortSink) {
         endpoints[port.port] = nil

@@ -60,8 +60,8 @@ final class ALSAPart: Part {
         client.start(sink: wiring.engine)
     }
 
-    var status: String {
-        "ALSA client '\(client.clientName)': " + (ports.isEmpty ? "no ports" : "ports \(ports.keys.sorted().joined(separator: ", "))")
+    func report(into status: inout DaemonStatus) {
+        status.alsa = client.report(ports.mapValues(\.sink.port))
     }
 
     /// Closes the sequencer, once the engine has stopped the ports.

@@ -128,8 +128,21 @@ final class Assembly {
         engine.queue.sync { engine.perform(command) }
     }
 
-    /// A line per running part, in the order they started.
-    var status: [String] { parts.map(\.part.status) }
+    /// Has every part fill in its object of `status`, and adds what went in and out of each running endpoint and what
+    /// the router counted.
+    func report(into status: inout DaemonStatus) {
+        for running in parts { running.part.report(into: &status) }
+        let traffic = engine.traffic()
+        for name in bindings.keys {
+            let counted = traffic.endpoints[name] ?? (0, 0)
+            status.endpoints[name, default: DaemonStatus.Traffic()].in = counted.in
+            status.endpoints[name, default: DaemonStatus.Traffic()].out = counted.out
+        }
+        let router = traffic.router
+        status.router = DaemonStatus.Router(delivered: router.delivered, filtered: router.droppedByStages,
+                                            unmatchedReleases: router.unmatchedReleases, heldTableFull: router.heldTableFull,
+                                            untrackable: router.untrackable)
+    }
 
     /// Tells `part` of `configuration`; `.replace` too if the configuration no longer asks for it.
     private func update<P: Part>(_ part: P, key: String, to configuration: RouteConfiguration) -> PartUpdate {

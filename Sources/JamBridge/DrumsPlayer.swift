@@ -194,19 +194,22 @@ final class DrumsPlayer {
         }
     }
 
-    /// The drums' part of the status line.
-    func status(at now: MonotonicInstant, conductor: JamConductor) -> String {
-        let style = declaration.styleName == sequencer.style.name ? sequencer.style.name : "\(sequencer.style.name) (\(declaration.styleName))"
-        let level = sequencer.lockedLevel.map { "level \($0) (kept)" } ?? "level \(sequencer.level) of \(sequencer.style.levels) (following the activity)"
-        guard playing, let tick = conductor.songTick(at: now) else { return "drums: \(style), \(level), waiting for the rhythm" }
-        let barTicks = sequencer.style.time.barTicks
-        let beatTicks = barTicks / Double(sequencer.style.time.beats)
-        let bar = Int(tick / barTicks) + 1, beat = Int(tick.truncatingRemainder(dividingBy: barTicks) / beatTicks) + 1
-        let muted = sequencer.muted.isEmpty ? "" : ", muted: \(sequencer.muted.sorted().map(\.rawValue).joined(separator: ", "))"
-        let audio = stream.map { stream in
+    /// The drums' state at `now`, along `conductor`'s song.
+    func report(at now: MonotonicInstant, conductor: JamConductor) -> DaemonStatus.Drums {
+        let time = sequencer.style.time
+        let tick = playing ? conductor.songTick(at: now) : nil
+        let beatTicks = time.barTicks / Double(time.beats)
+        var audio: DaemonStatus.Audio?
+        if let stream, let playback, let device = declaration.audio?.device {
             let counted = stream.counters
-            return "; audio \(playback?.isPlaying == true ? "playing" : "ended"), \(counted.hits) hits, \(counted.lateHits) late, \(playback?.xruns ?? 0) xruns"
-        } ?? ""
-        return "drums: \(style), \(level), bar \(bar) beat \(beat)\(muted)\(audio)"
+            audio = DaemonStatus.Audio(device: device, playing: playback.isPlaying, hits: counted.hits, lateHits: counted.lateHits,
+                                       xruns: playback.xruns)
+        }
+        return DaemonStatus.Drums(style: sequencer.style.name, declaredStyle: declaration.styleName,
+                                  level: sequencer.lockedLevel ?? sequencer.level, levels: sequencer.style.levels,
+                                  levelKept: sequencer.lockedLevel != nil, playing: tick != nil,
+                                  bar: tick.map { Int($0 / time.barTicks) + 1 },
+                                  beat: tick.map { Int($0.truncatingRemainder(dividingBy: time.barTicks) / beatTicks) + 1 },
+                                  muted: sequencer.muted.sorted().map(\.rawValue), notes: counters.notes, audio: audio)
     }
 }

@@ -13,6 +13,8 @@ public final class Engine: EventSink, @unchecked Sendable {
     private var sinks: [SinkEndpoint?]
     private var names: [String]
     private let monitor: EventMonitor?
+    /// Per endpoint ID: messages that came from it, and messages handed to it (`jambridge status`).
+    private var cameFrom: [Int], handedTo: [Int]
     /// Sees every event before the router (the jam): returns true for one it took, which is not routed.
     var tap: ((MIDIEvent) -> Bool)?
     /// Carries out jam commands while a jam runs.
@@ -26,6 +28,8 @@ public final class Engine: EventSink, @unchecked Sendable {
         self.sinks = sinks
         self.names = names
         self.monitor = monitor
+        cameFrom = Array(repeating: 0, count: names.count)
+        handedTo = cameFrom
     }
 
     public func submit(_ event: MIDIEvent) {
@@ -34,6 +38,7 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     public func routeOnQueue(_ event: MIDIEvent) {
         dispatchPrecondition(condition: .onQueue(queue))
+        count(event.source, in: &cameFrom)
         if let tap, tap(event) { return }
         router.dispatch(event) { sink, message, recipients in
             deliver(message, from: event.source, to: sink, for: recipients, at: event.time)
@@ -81,6 +86,9 @@ public final class Engine: EventSink, @unchecked Sendable {
             for sink in stopping { sink.stop() }
             sinks = newSinks
             names = newNames
+            let added = Array(repeating: 0, count: max(0, names.count - cameFrom.count))
+            cameFrom += added
+            handedTo += added
         }
     }
 
@@ -101,6 +109,19 @@ public final class Engine: EventSink, @unchecked Sendable {
         deliver(message, shownFrom: source, to: id, for: .everyone, at: time)
     }
 
+    /// Messages that came from and were handed to each endpoint, by name (the IDs of one name summed: an OSC
+    /// endpoint's routes, an endpoint started again), and what the router counted.
+    func traffic() -> (endpoints: [String: (in: Int, out: Int)], router: RouterCounters) {
+        queue.sync {
+            var endpoints: [String: (in: Int, out: Int)] = [:]
+            for (index, name) in names.enumerated() {
+                endpoints[name, default: (0, 0)].in += cameFrom[index]
+                endpoints[name, default: (0, 0)].out += handedTo[index]
+            }
+            return (endpoints, router.counters)
+        }
+    }
+
     /// The name of the endpoint `id` (for the jam's log and monitor lines); on the queue.
     func name(_ id: EndpointID) -> String {
         Int(id.index) < names.count ? names[Int(id.index)] : id.description
@@ -117,8 +138,14 @@ public final class Engine: EventSink, @unchecked Sendable {
                          at time: MonotonicInstant) {
         let index = Int(id.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
+        count(id, in: &handedTo)
         monitor?.show(message, from: source, to: name(id), only: recipients.isOnly ? recipients.origin : nil, at: time)
         endpoint.receive(message, at: time, to: recipients)
+    }
+
+    private func count(_ id: EndpointID, in counts: inout [Int]) {
+        let index = Int(id.index)
+        if index < counts.count { counts[index] += 1 }
     }
 
 }

@@ -5,6 +5,7 @@ import RouteFile
 final class FilePlayerPart: Part {
     private let declaration: EndpointDeclaration
     private let path: String
+    private let loop: Bool
     private let player: MIDIFilePlayer
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: Declared<(path: String, loop: Bool)>)] {
@@ -15,11 +16,12 @@ final class FilePlayerPart: Part {
          context: PartContext) throws(PartFailure) {
         declaration = block.declaration
         path = block.settings.path
+        loop = block.settings.loop
         guard let song = configuration.songs[path] else {
             throw PartFailure(problem: "\(declaration.location): \(declaration.name): the song \(path) was not read with the route files",
                               consequence: "this endpoint stays silent")
         }
-        player = MIDIFilePlayer(name: declaration.name, song: song, loop: block.settings.loop, logger: context.logger)
+        player = MIDIFilePlayer(name: declaration.name, song: song, loop: loop, logger: context.logger)
     }
 
     var endpoints: [String: RunningEndpoint] { [declaration.name: RunningEndpoint(source: player)] }
@@ -30,5 +32,7 @@ final class FilePlayerPart: Part {
         block.declaration.kind == declaration.kind ? .applied : .replace
     }
 
-    var status: String { "\(declaration.name): playing \(path)" }
+    func report(into status: inout DaemonStatus) {
+        status.songs[declaration.name] = DaemonStatus.Song(path: path, loop: loop)
+    }
 }

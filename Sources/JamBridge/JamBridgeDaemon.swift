@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Foundation
 import Jam
 import Logging
 import MIDI
@@ -19,11 +20,14 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         public var monitor: Bool
         /// Stop by itself after this many seconds (nil: run until a signal).
         public var stopAfter: Double?
+        /// Where the control socket listens (nil: `ControlPath.socket(pid:)`).
+        public var control: String?
         /// Options for running `files`.
-        public init(files: [String], monitor: Bool = false, stopAfter: Double? = nil) {
+        public init(files: [String], monitor: Bool = false, stopAfter: Double? = nil, control: String? = nil) {
             self.files = files
             self.monitor = monitor
             self.stopAfter = stopAfter
+            self.control = control
         }
     }
 
@@ -37,7 +41,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     /// The running parts and their engine, from `start` until `stop`.
     private var assembly: Assembly?
     private var signalSources: [DispatchSourceSignal] = []
-    /// Where `jambridge start|stop|tempo|status` reach this daemon.
+    /// Where `jambridge status|reload|start|stop|tempo|drums` reach this daemon.
     private var controlSocket: ControlSocket?
 
     /// A daemon for `options`, logging to `logger`.
@@ -94,23 +98,54 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         control.sync { assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) }
     }
 
-    /// Listens for `jambridge start|stop|tempo|status`; without the socket the daemon runs on (and says so).
+    /// Listens for `jambridge status|reload|start|stop|tempo|drums`; without the socket the daemon runs on (and says
+    /// so).
     private func openControlSocket() {
+        let path = options.control ?? ControlPath.socket(pid: getpid())
+        if options.control == nil {
+            try? FileManager.default.createDirectory(atPath: ControlPath.directory, withIntermediateDirectories: true)
+        }
         do {
-            controlSocket = try ControlSocket { [self] request in
-                switch request {
-                case .status:
-                    return ControlReply(ok: true, message: "jambridge \(getpid()) running \(options.files.joined(separator: ", "))",
-                                        lines: status())
-                case .command(let command):
-                    switch perform(command) {
-                    case .success(let message): return ControlReply(ok: true, message: message)
-                    case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)
-                    }
-                }
-            }
+            controlSocket = try ControlSocket(path: path) { [self] request in answer(request) }
+            logger.info("control socket: \(path)")
         } catch {
-            logger.warning("\(error); 'jambridge start', 'stop', 'tempo' and 'status' cannot reach this daemon")
+            logger.warning("\(error); 'jambridge status', 'reload' and the jam's commands cannot reach this daemon (SIGHUP still reloads)")
+        }
+    }
+
+    /// The control socket's answer to `request`.
+    private func answer(_ request: ControlRequest) -> ControlReply {
+        let files = options.files.joined(separator: ", ")
+        switch request {
+        case .status:
+            guard let status = report() else { return ControlReply(ok: false, message: "jambridge is stopping") }
+            return ControlReply(ok: true, message: "jambridge \(getpid()) running \(files)", status: status)
+        case .reload:
+            let result = control.sync {
+                logger.notice("control socket: reloading \(files)")
+                return reloadOnControlQueue()
+            }
+            switch result {
+            case .stopping:
+                return ControlReply(ok: false, message: "jambridge is stopping")
+            case .refused(let errors):
+                return ControlReply(ok: false, message: "\(files) not reloaded: the route files have mistakes; the previous routes run on",
+                                    errors: errors.errors.map(\.description))
+            case .reloaded(let outcome, let summary):
+                let changes = outcome.started.isEmpty && outcome.stopped.isEmpty ? "nothing restarted"
+                    : [("started", outcome.started), ("stopped", outcome.stopped)].filter { !$0.1.isEmpty }
+                        .map { "\($0.0) \($0.1.joined(separator: ", "))" }.joined(separator: "; ")
+                guard outcome.failures.isEmpty else {
+                    return ControlReply(ok: false, message: "reloaded \(files) (\(summary); \(changes)), but some of it cannot be opened",
+                                        reload: outcome, errors: outcome.failures)
+                }
+                return ControlReply(ok: true, message: "reloaded \(files): \(summary); \(changes)", reload: outcome)
+            }
+        case .command(let command):
+            switch perform(command) {
+            case .success(let message): return ControlReply(ok: true, message: message)
+            case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)
+            }
         }
     }
 
@@ -121,17 +156,37 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     /// before and returns nil.
     @discardableResult
     public func reload() -> ReloadOutcome? {
-        control.sync { reloadOnControlQueue() }
+        guard case .reloaded(let outcome, _) = control.sync(execute: reloadOnControlQueue) else { return nil }
+        return outcome
     }
 
-    /// A line per running part (the session, the ALSA client, each OSC endpoint, song and recorder) saying what it
-    /// is doing.
+    /// What the daemon is doing, part by part (`jambridge status`); nil once stopped.
+    public func report() -> DaemonStatus? {
+        control.sync {
+            guard let assembly else { return nil }
+            var status = DaemonStatus(pid: getpid(), routeFiles: options.files)
+            assembly.report(into: &status)
+            return status
+        }
+    }
+
+    /// What `jambridge status` prints of `report()`: a line per part, then the endpoints' traffic.
     public func status() -> [String] {
-        control.sync { assembly?.status ?? [] }
+        report()?.lines ?? []
     }
 
-    private func reloadOnControlQueue() -> ReloadOutcome? {
-        guard let assembly else { return nil }
+    /// What a reload did.
+    private enum ReloadResult {
+        /// The new routes run; `summary` counts their endpoints and routes.
+        case reloaded(ReloadOutcome, summary: String)
+        /// The route files have mistakes: the previous routes run on.
+        case refused(RouteFileErrors)
+        /// The daemon is stopping: nothing to reload.
+        case stopping
+    }
+
+    private func reloadOnControlQueue() -> ReloadResult {
+        guard let assembly else { return .stopping }
         serviceManager.notify("RELOADING=1", ServiceNotifier.monotonicMicroseconds())
         let configuration: RouteConfiguration
         do {
@@ -139,13 +194,14 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         } catch {
             logger.error("reload failed; still running the previous routes:\n\(error)")
             serviceManager.notify("READY=1", "STATUS=reload failed (see the log); running the previous routes")
-            return nil
+            return .refused(error)
         }
         let outcome = assembly.apply(configuration, starting: false)
-        let reloaded = "reloaded: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) (\(outcome.started.count) started, \(outcome.stopped.count) stopped)"
+        let summary = "\(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route"))"
+        let reloaded = "reloaded: \(summary) (\(outcome.started.count) started, \(outcome.stopped.count) stopped)"
         logger.info("\(reloaded)")
         serviceManager.notify("READY=1", "STATUS=\(reloaded)")
-        return ReloadOutcome(started: outcome.started, stopped: outcome.stopped)
+        return .reloaded(ReloadOutcome(started: outcome.started, stopped: outcome.stopped, failures: outcome.failures), summary: summary)
     }
 
     /// Stops everything (every held note released, recordings written) and returns what the router counted.
@@ -183,10 +239,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 }
 
 /// What a reload changed: the endpoints started (new, or changed and started again) and stopped (gone, or changed),
-/// by name.
-public struct ReloadOutcome: Equatable, Sendable {
+/// by name, and what could not be opened (with where the route files ask for it; the rest runs).
+public struct ReloadOutcome: Codable, Equatable, Sendable {
     public var started: [String]
     public var stopped: [String]
+    public var failures: [String] = []
 }
 
 /// Why `JamBridgeDaemon.run` did not run.

@@ -86,9 +86,14 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         logger.info("jam: \(describe(declaration.policy)), \(declaration.onMasterLost == .next ? "the next continues when the master leaves" : "the rhythm ends when the master leaves"), tempo \(declaration.tempo) BPM, clock to \(outputs.isEmpty ? "the session only" : outputs.map(\.name).joined(separator: ", ")); activity CC \(declaration.activity.player.controller.value) in, total CC \(declaration.activity.total.controller.value) out (\(declaration.activity.combine))")
     }
 
-    var status: String {
-        engine?.queue.sync { statusLine + (drums.map { "\n" + $0.status(at: MonotonicClock.now(), conductor: conductor!) } ?? "") }
-            ?? "jam: not started"
+    func report(into status: inout DaemonStatus) {
+        guard let engine else { return }
+        engine.queue.sync {
+            guard let conductor else { return }
+            let now = MonotonicClock.now()
+            status.jam = report(conductor, at: now)
+            status.drums = drums?.report(at: now, conductor: conductor)
+        }
     }
 
     /// Stops the jam: a clock it runs sends Stop; then the timer ends and the session and engine forget it.
@@ -142,18 +147,21 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         return result
     }
 
-    /// The jam's state for status lines.
-    var statusLine: String {
-        guard let conductor else { return "jam: not started" }
-        let now = MonotonicClock.now()
-        let master = conductor.election.master.map { "\($0)" } ?? "nobody"
-        let tempo = conductor.tempo.map { "\(($0 * 10).rounded() / 10) BPM" } ?? "tempo unknown"
-        let beat = conductor.songTick(at: now).map { ", beat \(Int($0) / MIDIClock.ticksPerBeat + 1)" } ?? ""
-        let levels = conductor.aggregator.levels(at: now).map { "\(describe($0.player)) \($0.level.value)" }.sorted()
-        let total = conductor.aggregator.heardTotal.map { "total activity \($0.value) (from the master)" }
-            ?? "total activity \(conductor.aggregator.total(at: now).value)"
-        return "jam: \(conductor.election.role.rawValue), clock master \(master), \(tempo)\(beat); \(total)"
-            + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))")
+    /// The jam's state at `now`.
+    private func report(_ conductor: JamConductor, at now: MonotonicInstant) -> DaemonStatus.Jam {
+        let master: (name: String, ssrc: UInt32?)? = switch conductor.election.master {
+        case .local(let name): (name, nil)
+        case .peer(let ssrc, let name): (name, ssrc)
+        case nil: nil
+        }
+        return DaemonStatus.Jam(
+            role: conductor.election.role.rawValue, master: master?.name, masterSSRC: master?.ssrc, tempo: conductor.tempo,
+            songBeat: conductor.songTick(at: now).map { Int($0) / MIDIClock.ticksPerBeat + 1 },
+            total: Int((conductor.aggregator.heardTotal ?? conductor.aggregator.total(at: now)).value),
+            totalFromMaster: conductor.aggregator.heardTotal != nil,
+            players: conductor.aggregator.levels(at: now).map { DaemonStatus.Player(name: describe($0.player), level: Int($0.level.value)) }
+                .sorted { $0.name < $1.name },
+            refused: refusals)
     }
 
     /// The engine's tap: clock, transport and levels from local endpoints (peers' come through `take(_:from:...)`).

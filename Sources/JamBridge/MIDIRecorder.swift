@@ -35,7 +35,7 @@ public final class MIDIRecorder: SinkEndpoint, @unchecked Sendable { // `timelin
     /// Where messages fall in the take, following the clock.
     private var timeline = TakeTimeline()
     /// System common and real-time messages received and not recorded as messages.
-    private var leftOut = 0
+    private(set) var leftOut = 0
     /// What the timeline placed since the last checkpoint took it.
     private let pending = Mutex<[TakeEvent]>([])
     private let writer: DispatchQueue

@@ -33,8 +33,6 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     /// sink glob, the peers it sends to. Worked out when peers or routes change, not per message.
     private var endpointsOfPeer: [UInt32: [EndpointID]] = [:]
     private var peersOfGlob: [String: Set<UInt32>] = [:]
-    /// Status files are written off the engine's queue.
-    private let statusQueue = DispatchQueue(label: "jambridge.session-status", qos: .utility)
     private var droppedLogged = 0
     /// The jam, which takes clock, transport and activity from peers before routes do.
     private weak var jam: SessionJam?
@@ -64,7 +62,6 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
         logger.info("session '\(configuration.name)' listening on UDP ports \(ports.controlPort) and \(ports.controlPort &+ 1)")
         sink.queue.sync {
-            publishStatus()
             if advertise { startAdvertising(on: sink.queue) }
             if !bonjourGlobs.isEmpty { startBrowsing(on: sink.queue) }
         }
@@ -122,12 +119,6 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
     }
 
-    /// Rewrites the status file `jambridge peers` reads, off the engine's queue.
-    private func publishStatus() {
-        let (name, port, peers) = (advertisedName ?? configuration.name, ports.controlPort, session.connectedPeers)
-        statusQueue.async { SessionStatus.write(name: name, port: port, peers: peers) }
-    }
-
     /// Hands clock, transport and activity from peers to `jam` first (nil: routes alone); on the engine's queue.
     func attach(jam: SessionJam?) {
         dispatchPrecondition(condition: .onQueue(sink!.queue))
@@ -183,9 +174,21 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
     }
 
-    /// The connected peers (for status lines).
-    var peers: [PeerInfo] {
-        sink?.queue.sync { session.connectedPeers } ?? []
+    /// The session's name, port, SSRC, peers and counters (`jambridge status`, `jambridge peers`); once started.
+    func report() -> DaemonStatus.Session {
+        guard let sink else {
+            return DaemonStatus.Session(name: configuration.name, port: ports.controlPort, ssrc: 0, peers: [], counters: [:])
+        }
+        return sink.queue.sync {
+            DaemonStatus.Session(name: advertisedName ?? configuration.name, port: ports.controlPort, ssrc: session.ssrc,
+                                 peers: session.connectedPeers.map { peer in
+                                     DaemonStatus.Peer(name: peer.name, ssrc: peer.ssrc, address: "\(peer.address)", weInvited: peer.weInvited,
+                                                       roundTripMs: peer.clock?.roundTripMilliseconds,
+                                                       clockOffsetMs: peer.clock.map { Double($0.offset) / 10 },
+                                                       journalRepairs: peer.journalRepairs)
+                                 },
+                                 counters: session.counters.named)
+        }
     }
 
     /// Says goodbye to every peer (their held notes are released downstream) and closes the ports; they are free
@@ -199,8 +202,6 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             advertiser?.cancel()
             browser?.cancel()
             runner.stop()
-            let port = ports.controlPort
-            statusQueue.sync { SessionStatus.remove(port: port) } // after any write still queued
             let c = session.counters
             logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.badClockSyncs) clock syncs with impossible round trips, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
         }
@@ -255,18 +256,12 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func session(peerJoined peer: PeerInfo) {
         logger.info("peer '\(peer.name)' joined from \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us"))")
         rematchPeers()
-        publishStatus()
     }
 
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) {
         logger.info("peer '\(peer.name)' left: \(reason)")
         jam?.peerLeft(peer)
         rematchPeers()
-        publishStatus()
-    }
-
-    func session(clockSynced peer: PeerInfo) {
-        publishStatus()
     }
 
     func session(dropped reason: String, from address: NetworkAddress) {
@@ -307,4 +302,14 @@ final class SessionSink: SinkEndpoint, @unchecked Sendable {
     }
 
     func stop() {}
+}
+
+extension SessionCounters {
+    /// Every count by its name (`packetsReceived`, `malformed`...), for `jambridge status`.
+    var named: [String: Int] {
+        Dictionary(uniqueKeysWithValues: Mirror(reflecting: self).children.compactMap { child in
+            guard let name = child.label, let count = child.value as? Int else { return nil }
+            return (name, count)
+        })
+    }
 }

@@ -124,6 +124,21 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back, \(counts.controllersRefused) senders beyond the \(Self.maximumControllers) controllers")
     }
 
+    /// Where it listens, the controllers heard within `forget` seconds and the targets; and what it dropped, by why.
+    func report() -> (osc: DaemonStatus.OSC, dropped: [String: Int]) {
+        let make = { [self] in
+            let seconds = Double(MonotonicClock.now().nanoseconds) / 1e9
+            let heard = controllers.filter { seconds - $0.value.lastHeard <= settings.forgetAfter }
+                .sorted { $0.value.lastHeard > $1.value.lastHeard }
+                .map { DaemonStatus.Controller(address: "\($0.key)", heardSecondsAgo: seconds - $0.value.lastHeard) }
+            return (DaemonStatus.OSC(listen: "\(socket.address)", controllers: heard, targets: targets.map { "\($0)" }),
+                    ["undecodable": counts.undecodable, "notAccepted": counts.notAccepted, "rejected": counts.rejected,
+                     "unmatched": counts.unmatched, "controllersRefused": counts.controllersRefused,
+                     "feedbackHeldBack": counts.heldBack, "sendFailures": counts.sendFailures])
+        }
+        return sink?.queue.sync(execute: make) ?? make()
+    }
+
     /// Waits, off the engine's queue, until `close` has freed the port.
     func waitUntilClosed() {
         socket.waitUntilClosed()

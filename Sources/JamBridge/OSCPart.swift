@@ -47,7 +47,11 @@ final class OSCPart: Part {
         wiring.engine.queue.sync { endpoint.configure(routes: routes, feedback: feedbackMappings) }
     }
 
-    var status: String { "\(name): OSC on \(settings.listenHost):\(settings.listenPort)" }
+    func report(into status: inout DaemonStatus) {
+        let (osc, dropped) = endpoint.report()
+        status.osc[name] = osc
+        status.endpoints[name, default: DaemonStatus.Traffic()].dropped = dropped
+    }
 
     /// Returns once the port is free (the engine closed it when it stopped the endpoint's sink), so an endpoint
     /// made again can listen there.

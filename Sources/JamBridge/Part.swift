@@ -32,8 +32,9 @@ protocol Part: AnyObject {
     /// takes, before the sources of new endpoints start.
     func start(_ wiring: Wiring)
 
-    /// One line saying what the part is doing.
-    var status: String { get }
+    /// Fills in the part's own object of `status` (the session's, an OSC endpoint's...) and what it dropped for
+    /// its endpoints (`status.endpoints[name].dropped`), for `jambridge status`.
+    func report(into status: inout DaemonStatus)
 
     /// Stops the part for good, once its endpoints are out of the engine: their sources stopped, what they held
     /// and what was routed to them released, their sinks stopped.

@@ -3,7 +3,8 @@ import Dispatch
 import Foundation
 
 /// What `jambridge peers` prints: RTP-MIDI sessions announced on the network (Bonjour) and
-/// the sessions of jambridge processes on this machine with their connected peers.
+/// the sessions of jambridge processes on this machine with their connected peers (asked through their control
+/// sockets).
 public enum PeerListing {
     /// Browses Bonjour for `seconds`, then describes what was found and what runs here.
     /// Problems (no avahi daemon) come back as warnings; the rest is still listed.
@@ -23,13 +24,20 @@ public enum PeerListing {
             text += "# not available\n"
         }
         text += "# sessions of jambridge on this machine\n"
-        let running = SessionStatus.running()
-        if running.isEmpty { text += "# none\n" }
-        for session in running {
-            text += "\(quoted(session.name))\tport \(session.port)\tpid \(session.pid)\t\(session.peers.count) connected\n"
+        var sessions: [(pid: Int32, session: DaemonStatus.Session)] = []
+        for daemon in ControlClient.daemons() {
+            do {
+                if let session = try ControlClient.send(.status, to: daemon.path).status?.session { sessions.append((daemon.pid, session)) }
+            } catch {
+                warnings.append("\(error)")
+            }
+        }
+        if sessions.isEmpty { text += "# none\n" }
+        for (pid, session) in sessions {
+            text += "\(quoted(session.name))\tport \(session.port)\tpid \(pid)\t\(session.peers.count) connected\n"
             for peer in session.peers {
-                let roundTrip = peer.roundTrip == "-" ? "not synced yet" : "round trip \(peer.roundTrip) ms"
-                text += "  peer \(quoted(peer.name))\t\(peer.address)\t\(roundTrip)\t\(peer.how == "invited" ? "we invited it" : "it invited us")\n"
+                let roundTrip = peer.roundTripMs.map { "round trip \(String(format: "%.1f", $0)) ms" } ?? "not synced yet"
+                text += "  peer \(quoted(peer.name))\t\(peer.address)\t\(roundTrip)\t\(peer.weInvited ? "we invited it" : "it invited us")\n"
             }
         }
         return (text, warnings)

@@ -1,3 +1,4 @@
+import Dispatch
 import RouteFile
 
 /// A `record:` endpoint: what is routed to it recorded as a Standard MIDI File (`MIDIRecorder`), which claims its
@@ -5,6 +6,7 @@ import RouteFile
 final class RecorderPart: Part {
     private let declaration: EndpointDeclaration
     private let recorder: MIDIRecorder
+    private var queue: DispatchQueue?
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: Declared<String>)] {
         configuration.endpoints { if case .recorder(let path) = $0 { path } else { nil } }
@@ -27,5 +29,15 @@ final class RecorderPart: Part {
         block.declaration.kind == declaration.kind ? .applied : .replace
     }
 
-    var status: String { "\(declaration.name): recording to \(recorder.path)" }
+    /// Learns the engine's queue, where the recorder counts what it leaves out.
+    func start(_ wiring: Wiring) {
+        queue = wiring.engine.queue
+    }
+
+    func report(into status: inout DaemonStatus) {
+        status.recordings[declaration.name] = DaemonStatus.Recording(path: recorder.path)
+        if let queue {
+            status.endpoints[declaration.name, default: DaemonStatus.Traffic()].dropped = ["systemMessages": queue.sync { recorder.leftOut }]
+        }
+    }
 }

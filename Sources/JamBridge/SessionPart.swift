@@ -85,10 +85,8 @@ final class SessionPart: Part {
         for (address, label) in settings.addresses { network.invite(address, label: label) }
     }
 
-    var status: String {
-        let peers = network.peers.map { "'\($0.name)'" }
-        return "session '\(settings.configuration.name)' on UDP port \(settings.port): "
-            + (peers.isEmpty ? "no peers" : "\(counted(peers.count, "peer")) (\(peers.joined(separator: ", ")))")
+    func report(into status: inout DaemonStatus) {
+        status.session = network.report()
     }
 
     /// Says goodbye to every peer and closes the ports.

@@ -58,12 +58,3 @@ struct ServiceNotifier {
         return "MONOTONIC_USEC=\(Int(now.tv_sec) * 1_000_000 + Int(now.tv_nsec) / 1000)"
     }
 }
-
-/// The directory systemd made for this service (`RuntimeDirectory=jambridge`: `/run/jambridge`, owned by the
-/// service's user, removed when it stops), from `$RUNTIME_DIRECTORY` (the first, if the unit names several); nil
-/// when not started by such a unit.
-func systemdRuntimeDirectory() -> String? {
-    guard let variable = getenv("RUNTIME_DIRECTORY"),
-          let first = String(cString: variable).split(separator: ":").first else { return nil }
-    return String(first)
-}

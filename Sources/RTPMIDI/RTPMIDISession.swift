@@ -439,6 +439,7 @@ public final class RTPMIDISession {
         }
         peer.lossUnrepaired = false
         counters.repairs += 1
+        peer.info.journalRepairs += 1
         let before = peer.midi // repairing changes peer.midi: compare with it as it was
         before.repair(from: journal) { message in
             counters.repairMessages += 1

@@ -13,6 +13,8 @@ public struct PeerInfo: Equatable, Sendable {
     public var weInvited: Bool
     /// The last CK exchange's result, once one completed.
     public var clock: ClockSyncResult?
+    /// Losses of its packets repaired from its recovery journals.
+    public var journalRepairs = 0
 }
 
 /// Why a peer left the session.

@@ -6,11 +6,20 @@ import Glibc
 enum FileHandleOutput {
     /// Writes `text` to standard error.
     static func standardError(_ text: String) {
+        write(text, to: 2)
+    }
+
+    /// Writes `text` to standard output (a `status --watch` frame at once, whatever buffers `print`).
+    static func standardOutput(_ text: String) {
+        write(text, to: 1)
+    }
+
+    private static func write(_ text: String, to fd: Int32) {
         var text = text
         text.withUTF8 { bytes in
             var offset = 0
             while offset < bytes.count {
-                let n = write(2, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+                let n = Glibc.write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
                 if n <= 0 { return }
                 offset += n
             }

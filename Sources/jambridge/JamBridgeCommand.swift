@@ -14,7 +14,8 @@ struct JamBridgeCommand: ParsableCommand {
         abstract: "Route MIDI between devices, files and network sessions, by route files.",
         discussion: "See jambridge(1) and jambridge-routes(5) in man/.",
         version: "jambridge 0.1.0",
-        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Start.self, Stop.self, Tempo.self, Status.self, Drums.self, Render.self, Styles.self]
+        subcommands: [Run.self, Check.self, Ports.self, Peers.self, Status.self, Reload.self, Start.self, Stop.self, Tempo.self, Drums.self,
+                      Render.self, Styles.self]
     )
 }
 
@@ -60,7 +61,7 @@ struct StandardError: TextOutputStream {
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the routes in ROUTES (merged) until stopped.",
-        discussion: "SIGINT and SIGTERM stop cleanly: every held note is released, then recordings are written. SIGHUP reloads the route files."
+        discussion: "SIGINT and SIGTERM stop cleanly: every held note is released, then recordings are written. SIGHUP (or 'jambridge reload') reloads the route files."
     )
 
     @OptionGroup var global: GlobalOptions
@@ -70,6 +71,9 @@ struct Run: ParsableCommand {
 
     @Option(help: "Stop by itself after this many seconds.")
     var stopAfter: Double?
+
+    @Option(help: ArgumentHelp("Listen for 'jambridge status', 'reload' and the jam's commands at this Unix socket (default: control-PID.sock in $RUNTIME_DIRECTORY or /run/jambridge).", valueName: "path"))
+    var control: String?
 
     @Argument(help: "Route files (YAML).")
     var routes: [String]
@@ -83,7 +87,7 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let logger = global.bootstrapLogging()
-        let daemon = JamBridgeDaemon(options: .init(files: routes, monitor: monitor, stopAfter: stopAfter), logger: logger)
+        let daemon = JamBridgeDaemon(options: .init(files: routes, monitor: monitor, stopAfter: stopAfter, control: control), logger: logger)
         do {
             _ = try daemon.run()
         } catch .routeFiles(let errors) {
@@ -194,30 +198,94 @@ struct DaemonOptions: ParsableArguments {
     @Option(name: .customLong("pid"), help: "The process ID of the jambridge to talk to (needed when several run).")
     var pid: Int32?
 
-    /// Sends `request` to the one running daemon (or `--pid`'s); prints the reply, fails on a refusal.
-    func send(_ request: ControlRequest, command: String) throws {
+    @Option(name: .customLong("control"), help: ArgumentHelp("The control socket of the jambridge to talk to (as given to its 'run --control').", valueName: "path"))
+    var control: String?
+
+    /// The socket of the daemon to talk to: `--control`'s, `--pid`'s, or the one running.
+    func socket() throws(ControlClientError) -> String {
+        if let control { return control }
+        return try ControlClient.socket(pid: pid)
+    }
+
+    /// Sends `request` to the daemon and returns its reply; says why on standard error and exits 1 if it cannot be
+    /// sent or is refused (with the route files' mistakes, for a reload).
+    func send(_ request: ControlRequest, command: String) throws -> ControlReply {
         var standardError = StandardError()
-        let daemons = ControlClient.daemons()
-        guard let target = pid ?? (daemons.count == 1 ? daemons[0] : nil) else {
-            print(daemons.isEmpty ? "jambridge \(command): no jambridge is running (no control socket in \(SessionStatus.directory))"
-                                  : "jambridge \(command): \(daemons.count) jambridge daemons run (\(daemons.map(String.init).joined(separator: ", "))); say which with --pid",
-                  to: &standardError)
-            throw ExitCode(1)
-        }
         let reply: ControlReply
         do {
-            reply = try ControlClient.send(request, to: target)
+            reply = try ControlClient.send(request, to: try socket())
         } catch {
             print("jambridge \(command): \(error)", to: &standardError)
             throw ExitCode(1)
         }
         guard reply.ok else {
             print("jambridge \(command): \(reply.message)", to: &standardError)
+            for error in reply.errors ?? [] { print(error, to: &standardError) }
             throw ExitCode(1)
         }
-        print(reply.message)
-        for line in reply.lines { print(line) }
+        return reply
     }
+
+    /// Sends a command and prints the reply's message.
+    func perform(_ request: ControlRequest, command: String) throws {
+        print(try send(request, command: command).message)
+    }
+}
+
+/// `jambridge status [--json] [--watch]`: what the running daemon is doing.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what the running jambridge is doing: peers, ports, OSC controllers, the jam, the drums, counters.",
+        discussion: "--json prints the status as one JSON object (see jambridge(1)); --watch shows it again every second, in place, until Ctrl-C (with --json, one object a line).")
+    @Flag(help: "Print the status as JSON, for scripts.") var json = false
+    @Flag(help: "Show the status again every second, in place, until Ctrl-C.") var watch = false
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() throws {
+        guard watch else {
+            print(text(try daemon.send(.status, command: "status"), pretty: true))
+            return
+        }
+        // Ctrl-C ends it (even where the shell had SIGINT ignored, as for a background job), below the last frame.
+        signal(SIGINT, SIG_IGN)
+        let interrupted = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupted.setEventHandler {
+            FileHandleOutput.standardOutput("\n")
+            Foundation.exit(0)
+        }
+        interrupted.resume()
+        while true {
+            var frame: String
+            do {
+                let reply = try ControlClient.send(.status, to: try daemon.socket())
+                frame = reply.ok ? text(reply, pretty: false) : "jambridge status: \(reply.message)"
+            } catch {
+                frame = "jambridge status: \(error)"
+            }
+            // Home, each line cleared to its end, then the rest of the screen: a redraw without flicker.
+            if !json { frame = "\u{1B}[H" + frame.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\u{1B}[K\n") + "\u{1B}[K\u{1B}[J" }
+            FileHandleOutput.standardOutput(frame + (json ? "\n" : ""))
+            Thread.sleep(forTimeInterval: 1)
+        }
+    }
+
+    /// The reply as `jambridge status` prints it: its message and the status's lines, or the status as JSON.
+    private func text(_ reply: ControlReply, pretty: Bool) -> String {
+        guard let status = reply.status else { return reply.message }
+        guard json else { return ([reply.message] + status.lines).joined(separator: "\n") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self)
+    }
+}
+
+/// `jambridge reload`: the running daemon reloads its route files, as on SIGHUP, and says what changed.
+struct Reload: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Reload the running jambridge's route files (as SIGHUP does) and say what changed.",
+        discussion: "Endpoints declared as they were keep running; what changed starts again. If the files have mistakes, they are printed as file:line:column: message, the running routes stay and the exit status is 1.")
+    @OptionGroup var daemon: DaemonOptions
+    func run() throws { try daemon.perform(.reload, command: "reload") }
 }
 
 /// `jambridge start`: the running daemon starts the rhythm, if the clock election lets it lead.
@@ -225,14 +293,14 @@ struct Start: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start the jam's rhythm from the running jambridge (it becomes clock master if no one leads).")
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.command(.jam(.start)), command: "start") }
+    func run() throws { try daemon.perform(.command(.jam(.start)), command: "start") }
 }
 
 /// `jambridge stop`: the running daemon stops the rhythm it leads.
 struct Stop: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop the rhythm the running jambridge leads.")
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.command(.jam(.stop)), command: "stop") }
+    func run() throws { try daemon.perform(.command(.jam(.stop)), command: "stop") }
 }
 
 /// `jambridge tempo BPM`: the running daemon's clock tempo.
@@ -242,15 +310,7 @@ struct Tempo: ParsableCommand {
     @Argument(help: "Beats a minute, 20-300.")
     var bpm: Double
     @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.command(.jam(.tempo(bpm))), command: "tempo") }
-}
-
-/// `jambridge status`: what the running daemon is doing.
-struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show what the running jambridge is doing: its parts, the clock master, tempo and activity.")
-    @OptionGroup var daemon: DaemonOptions
-    func run() throws { try daemon.send(.status, command: "status") }
+    func run() throws { try daemon.perform(.command(.jam(.tempo(bpm))), command: "tempo") }
 }
 
 /// `jambridge drums style|level|mute|unmute ...`: the running daemon's drum sequencer.
@@ -283,7 +343,7 @@ struct Drums: ParsableCommand {
         case "level": command = .level(Int(values[0]))
         default: command = .mute(values, action == "mute")
         }
-        try daemon.send(.command(.drums(command)), command: "drums \(action)")
+        try daemon.perform(.command(.drums(command)), command: "drums \(action)")
     }
 
     /// `path` made absolute against the working directory, for the daemon, which runs elsewhere.

@@ -23,7 +23,7 @@ import Testing
 
     @Test func everyRequestGoesThroughItsJSONLine() {
         let requests: [ControlRequest] = [
-            .status, .command(.jam(.start)), .command(.jam(.stop)), .command(.jam(.tempo(101.5))),
+            .status, .reload, .command(.jam(.start)), .command(.jam(.stop)), .command(.jam(.tempo(101.5))),
             .command(.drums(.style("/home/me/my style.yaml"))), .command(.drums(.level(2))), .command(.drums(.level(nil))),
             .command(.drums(.mute(["crash", "clap"], true))), .command(.drums(.mute(["hat"], false))),
         ]

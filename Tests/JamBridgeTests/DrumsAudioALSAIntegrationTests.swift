@@ -33,6 +33,8 @@ import Testing
         Thread.sleep(forTimeInterval: 8)
         let status = try control(daemon, "status").out
         #expect(status.contains("level 1 of 1 (following the activity), bar ") && status.contains("; audio playing, "), "\(status)")
+        let audio = try #require(try daemonStatus(daemon.pid)?.drums?.audio)
+        #expect(audio.device == "hw:Loopback,0" && audio.playing && audio.hits > 0, "\(audio)")
         #expect(try control(daemon, "stop").status == 0)
         let recorded = recorder.finish(killingAfter: 120)
         #expect(recorded.status == 0, "arecord: \(recorded.err)")

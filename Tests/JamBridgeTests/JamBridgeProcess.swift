@@ -68,6 +68,17 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
         return true
     }
 
+    /// Waits (at most `seconds`) until standard output contains `text` `count` times; false if it did not.
+    func waitForOutput(containing text: String, count: Int = 1, seconds: Double = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        let found = { self.lock.withLock { String(decoding: self.outData, as: UTF8.self) }.components(separatedBy: text).count - 1 >= count }
+        while !found() {
+            guard Date() < deadline, process.isRunning else { return found() }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return true
+    }
+
     /// Waits for it to exit; returns its status, standard output and standard error. If it is still running
     /// after `seconds` (if given), it is killed (SIGKILL): a hang shows as status 9, not as a test that never ends.
     func finish(killingAfter seconds: Double? = nil) -> (status: Int32, out: String, err: String) {

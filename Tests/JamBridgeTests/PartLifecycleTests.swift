@@ -45,11 +45,11 @@ private let heldNote = [TimedSong.Entry(offset: 0, message: noteOn(0, 60)), Time
             """ }
         let file = try writeSetup(in: dir, song: heldNote, routes: routes(false))
         let daemon = try startedDaemon(file)
-        let status = daemon.status()
-        #expect(status.count == 2 && status[0].hasPrefix("song: playing ") && status[0].hasSuffix("/song.mid"), "\(status)")
+        let songs = daemon.report()?.songs
+        #expect(songs == ["song": DaemonStatus.Song(path: dir.appendingPathComponent("song.mid").path, loop: false)], "\(daemon.status())")
         Thread.sleep(forTimeInterval: 0.3) // the note is on
         #expect(try reload(daemon, file, with: routes(false)) == nothingRestarted)
-        #expect(daemon.status() == status)
+        #expect(daemon.report()?.songs == songs)
         #expect(try reload(daemon, file, with: routes(true)) == ReloadOutcome(started: ["song"], stopped: ["song"]))
         Thread.sleep(forTimeInterval: 0.3) // played from the start again
         _ = daemon.stop()
@@ -95,13 +95,11 @@ private let heldNote = [TimedSong.Entry(offset: 0, message: noteOn(0, 60)), Time
             """ }
         let file = try writeSetup(in: dir, song: heldNote, routes: routes("take.mid"))
         let daemon = try startedDaemon(file)
-        #expect(daemon.status().last?.hasSuffix("tape: recording to \(dir.appendingPathComponent("take.mid").path)") == true,
-                "\(daemon.status())")
+        #expect(daemon.report()?.recordings["tape"]?.path == dir.appendingPathComponent("take.mid").path, "\(daemon.status())")
         Thread.sleep(forTimeInterval: 0.3)
         #expect(try reload(daemon, file, with: routes("take.mid")) == nothingRestarted)
         #expect(try reload(daemon, file, with: routes("other.mid")) == ReloadOutcome(started: ["tape"], stopped: ["tape"]))
-        #expect(daemon.status().last?.hasSuffix("tape: recording to \(dir.appendingPathComponent("other.mid").path)") == true,
-                "\(daemon.status())")
+        #expect(daemon.report()?.recordings["tape"]?.path == dir.appendingPathComponent("other.mid").path, "\(daemon.status())")
         _ = daemon.stop()
         // The first take got the release of the note it was sounding when it stopped; the song played on.
         #expect(try recorded(dir.appendingPathComponent("take.mid")) == [noteOn(0, 60), noteOff(0, 60)])

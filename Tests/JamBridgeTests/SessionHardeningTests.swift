@@ -71,13 +71,9 @@ final class LineReadingProcess: @unchecked Sendable { // `lines` is guarded by `
     }
 }
 
-/// The peers (by name) that the status file of jambridge `pid` lists for its session, read from `directory`.
-func statusPeers(in directory: URL, pid: Int32) -> [String] {
-    let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-    guard let file = files.first(where: { $0.hasPrefix("session-\(pid)-") && $0.hasSuffix(".status") }),
-          let text = try? String(contentsOfFile: directory.appendingPathComponent(file).path, encoding: .utf8)
-    else { return [] }
-    return text.split(separator: "\n").filter { $0.hasPrefix("peer\t") }.compactMap { $0.split(separator: "\t").last.map(String.init) }
+/// The peers (by name) of the session of jambridge `pid`, as `jambridge status --json` gives them.
+func statusPeers(pid: Int32) -> [String] {
+    (try? daemonStatus(pid))?.session?.peers.map(\.name) ?? []
 }
 
 /// Notes 60 on and off, four times a second (a song for looping).
@@ -178,7 +174,6 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
     @Test func aPeerThatInvitedUsIsReplacedAtOnceWhenItRestartsAndItsHeldNotesAreReleased() throws {
         let dir = try temporaryDirectory()
         let hubPort = freshSessionPort(), playerPort = hubPort + 2
-        let status = dir.appendingPathComponent("status")
         let hubFile = dir.appendingPathComponent("hub.yaml")
         try """
             session: { name: hub, port: \(hubPort), bind: 127.0.0.1, advertise: false }
@@ -187,8 +182,7 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
             routes:
               - { from: session, to: tape }
             """.write(to: hubFile, atomically: true, encoding: .utf8)
-        let hub = try JamBridgeProcess(["run", "--stop-after", "120", hubFile.path],
-                                       environment: ["JAMBRIDGE_STATUS_DIR": status.path])
+        let hub = try JamBridgeProcess(["run", "--stop-after", "120", hubFile.path])
         #expect(waitUntilBound([hubPort, hubPort + 1]))
         /// A player named `name` inviting the hub and holding note `note` down from 0.2 s on.
         func player(_ name: String, holding note: UInt8) throws -> JamBridgeProcess {
@@ -204,16 +198,15 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
                 routes:
                   - { from: song, to: session }
                 """)
-            return try JamBridgeProcess(["run", "--stop-after", "120", file],
-                                        environment: ["JAMBRIDGE_STATUS_DIR": status.path])
+            return try JamBridgeProcess(["run", "--stop-after", "120", file])
         }
         let first = try player("player", holding: 60)
-        #expect(waitUntil { statusPeers(in: status, pid: hub.pid) == ["player"] })
+        #expect(waitUntil { statusPeers(pid: hub.pid) == ["player"] })
         Thread.sleep(forTimeInterval: 0.5) // its note is on
         kill(first.pid, SIGKILL)
         _ = first.finish()
         let second = try player("player again", holding: 62)
-        #expect(waitUntil { statusPeers(in: status, pid: hub.pid) == ["player again"] })
+        #expect(waitUntil { statusPeers(pid: hub.pid) == ["player again"] })
         Thread.sleep(forTimeInterval: 0.5)
         second.interrupt()
         _ = second.finish()

@@ -54,13 +54,13 @@ private let unitFile = repositoryRoot.appendingPathComponent("dist/jambridge.ser
             """
         try working.write(to: routes, atomically: true, encoding: .utf8)
         let daemon = try JamBridgeProcess(["run", routes.path], environment: [
-            "NOTIFY_SOCKET": notify.path, "RUNTIME_DIRECTORY": runtime.path, "JAMBRIDGE_STATUS_DIR": "",
+            "NOTIFY_SOCKET": notify.path, "RUNTIME_DIRECTORY": runtime.path,
         ], journal: true)
 
         #expect(notify.next(within: 60) == "READY=1\nSTATUS=running: 2 endpoints, 1 route from \(routes.path)")
         // Ready means answering: the control socket is in the unit's runtime directory.
         #expect(FileManager.default.fileExists(atPath: runtime.appendingPathComponent("control-\(daemon.pid).sock").path))
-        let status = try JamBridgeProcess(["status"], environment: ["RUNTIME_DIRECTORY": runtime.path, "JAMBRIDGE_STATUS_DIR": ""])
+        let status = try JamBridgeProcess(["status"], environment: ["RUNTIME_DIRECTORY": runtime.path])
             .finish(killingAfter: 30)
         #expect(status.status == 0 && status.out.contains("jambridge \(daemon.pid) running"), "\(status)")
 

@@ -1,0 +1,270 @@
+import Foundation
+
+/// What a running daemon is doing, as its control socket answers `status`: `jambridge status --json` prints it,
+/// `jambridge status` shows it as `lines`, `jambridge peers` lists its session. Each part fills in its own object
+/// (`Part.report(into:)`); the engine adds what went in and out of each endpoint and what the router counted.
+/// Objects of parts that do not run are absent (`session`, `alsa`, `jam`, `drums`) or empty (`osc`, `songs`,
+/// `recordings`); counts are since the daemon started.
+public struct DaemonStatus: Codable, Equatable, Sendable {
+    /// The daemon's process ID.
+    public var pid: Int32
+    /// The route files it runs, as given to `run`.
+    public var routeFiles: [String]
+    public var session: Session?
+    public var alsa: ALSA?
+    /// The `osc:` endpoints, by name.
+    public var osc: [String: OSC] = [:]
+    /// The `file:` endpoints, by name.
+    public var songs: [String: Song] = [:]
+    /// The `record:` endpoints, by name.
+    public var recordings: [String: Recording] = [:]
+    public var jam: Jam?
+    public var drums: Drums?
+    /// Every running endpoint, by name.
+    public var endpoints: [String: Traffic] = [:]
+    public var router = Router()
+
+    /// The RTP-MIDI session (`session:`).
+    public struct Session: Codable, Equatable, Sendable {
+        /// The name peers see (Bonjour's, if it renamed us).
+        public var name: String
+        /// The control port (the data port is the next).
+        public var port: UInt16
+        /// Our SSRC in the session.
+        public var ssrc: UInt32
+        /// The connected peers, by name.
+        public var peers: [Peer]
+        /// Everything the session counted, by `SessionCounters`' names (packets in and out, malformed, lost,
+        /// repaired, invitations refused...).
+        public var counters: [String: Int]
+    }
+
+    /// A connected peer of the session.
+    public struct Peer: Codable, Equatable, Sendable {
+        public var name: String
+        /// Its identity in the session (its control-port SSRC).
+        public var ssrc: UInt32
+        /// Its control port's address, `10.0.0.2:5004` or `[fe80::1]:5004`.
+        public var address: String
+        /// True if we invited it, false if it invited us.
+        public var weInvited: Bool
+        /// The shortest recent round trip of clock sync, in milliseconds; nil before the first sync.
+        public var roundTripMs: Double?
+        /// Our clock minus the peer's, in milliseconds; nil before the first sync.
+        public var clockOffsetMs: Double?
+        /// Losses of its packets repaired from its recovery journals.
+        public var journalRepairs: Int
+    }
+
+    /// The ALSA sequencer client (`alsa:` endpoints).
+    public struct ALSA: Codable, Equatable, Sendable {
+        public var client: String
+        /// The client's number in the sequencer (`aconnect -l`).
+        public var clientID: Int32
+        /// The `alsa:` endpoints' ports, by endpoint name.
+        public var ports: [String: ALSAPort]
+        /// Events that could not be sent, and input overruns.
+        public var failures: Int
+    }
+
+    /// One `alsa:` endpoint's port.
+    public struct ALSAPort: Codable, Equatable, Sendable {
+        /// Its number in our client.
+        public var port: Int32
+        /// The ports it is connected to, `CLIENT:PORT` by name.
+        public var connections: [String]
+    }
+
+    /// An `osc:` endpoint.
+    public struct OSC: Codable, Equatable, Sendable {
+        /// Where it listens, `HOST:PORT`.
+        public var listen: String
+        /// The controllers heard within `forget:` seconds, by the address their feedback goes to.
+        public var controllers: [Controller]
+        /// The `send:` targets.
+        public var targets: [String]
+    }
+
+    /// A controller an OSC endpoint heard.
+    public struct Controller: Codable, Equatable, Sendable {
+        public var address: String
+        /// Seconds since it last sent.
+        public var heardSecondsAgo: Double
+    }
+
+    /// A `file:` endpoint.
+    public struct Song: Codable, Equatable, Sendable {
+        public var path: String
+        public var loop: Bool
+    }
+
+    /// A `record:` endpoint.
+    public struct Recording: Codable, Equatable, Sendable {
+        /// The take it records into (the `record:` path or the first free numbered name beside it).
+        public var path: String
+    }
+
+    /// The jam (`clock:`, `activity:`).
+    public struct Jam: Codable, Equatable, Sendable {
+        /// `idle`, `master` (one of our sources leads) or `follower` (a peer leads).
+        public var role: String
+        /// Who leads: an endpoint, this instance or a peer, by name; nil while nobody does.
+        public var master: String?
+        /// The leading peer's SSRC, when a peer leads.
+        public var masterSSRC: UInt32?
+        /// Beats a minute; nil while unknown (a follower before the master's clock).
+        public var tempo: Double?
+        /// The song's beat, counted from 1 at its Start; nil while no song runs.
+        public var songBeat: Int?
+        /// The session's total activity (0-127): the master's as heard on a follower, else our own.
+        public var total: Int
+        /// True if `total` is the master's, as heard.
+        public var totalFromMaster: Bool
+        /// Each player's activity level (0-127), by name.
+        public var players: [Player]
+        /// Transport messages and starts refused by the clock election.
+        public var refused: Int
+    }
+
+    /// A player's activity.
+    public struct Player: Codable, Equatable, Sendable {
+        /// A peer's name, an endpoint's, or an endpoint's followed by its ALSA port (`keys 20:0`).
+        public var name: String
+        public var level: Int
+    }
+
+    /// The drum sequencer (`drums:`).
+    public struct Drums: Codable, Equatable, Sendable {
+        /// The style playing (or to play from the next bar line).
+        public var style: String
+        /// The style the route files name.
+        public var declaredStyle: String
+        /// The level playing (1 to `levels`).
+        public var level: Int
+        public var levels: Int
+        /// True if the level is kept (`level:`, `jambridge drums level N`), false if it follows the activity.
+        public var levelKept: Bool
+        /// True while it plays along a song.
+        public var playing: Bool
+        /// Where the song is in the style's bars and beats, counted from 1; nil while not playing.
+        public var bar: Int?
+        public var beat: Int?
+        /// The voices silenced.
+        public var muted: [String]
+        /// Note-ons sent from the `drums` endpoint.
+        public var notes: Int
+        /// The audio (`audio:`), if it plays any.
+        public var audio: Audio?
+    }
+
+    /// The drums' audio.
+    public struct Audio: Codable, Equatable, Sendable {
+        /// The ALSA PCM device.
+        public var device: String
+        /// False once the device has gone away.
+        public var playing: Bool
+        public var hits: Int
+        /// Hits whose frame had passed when they came (played at once).
+        public var lateHits: Int
+        /// Underruns and suspends recovered.
+        public var xruns: Int
+    }
+
+    /// What went through one endpoint.
+    public struct Traffic: Codable, Equatable, Sendable {
+        /// MIDI messages that came from it into the engine (to the routes and the jam).
+        public var `in` = 0
+        /// MIDI messages the engine handed to it.
+        public var out = 0
+        /// What its part dropped, by why (an OSC endpoint's undecodable datagrams, senders not accepted...).
+        public var dropped: [String: Int] = [:]
+    }
+
+    /// What the router counted.
+    public struct Router: Codable, Equatable, Sendable {
+        /// Messages handed to sinks.
+        public var delivered = 0
+        /// Messages a route's stages dropped (`only:`, `channels:`, `notes:`...).
+        public var filtered = 0
+        /// Note-offs and pedal releases for which nothing was on (nothing sent).
+        public var unmatchedReleases = 0
+        /// Note-ons dropped because the held-note table was full.
+        public var heldTableFull = 0
+        /// Pedal presses made by converting a message that has no release of their own (dropped).
+        public var untrackable = 0
+    }
+}
+
+extension DaemonStatus {
+    /// What `jambridge status` prints: a line per part (the session and its peers, the ALSA client and its ports,
+    /// each OSC endpoint and its controllers, songs, recordings, the jam, the drums), then what went through each
+    /// endpoint and what the router counted.
+    public var lines: [String] {
+        var lines: [String] = []
+        if let alsa {
+            lines.append("ALSA client '\(alsa.client)': " + (alsa.ports.isEmpty ? "no ports" : "ports \(alsa.ports.keys.sorted().joined(separator: ", "))"))
+            for (name, port) in alsa.ports.sorted(by: { $0.key < $1.key }) where !port.connections.isEmpty {
+                lines.append("  \(name) (\(alsa.clientID):\(port.port)) connected to \(port.connections.map { "'\($0)'" }.joined(separator: ", "))")
+            }
+        }
+        if let session {
+            lines.append("session '\(session.name)' on UDP port \(session.port): "
+                         + (session.peers.isEmpty ? "no peers" : "\(counted(session.peers.count, "peer")) (\(session.peers.map { "'\($0.name)'" }.joined(separator: ", ")))"))
+            for peer in session.peers {
+                let clock = peer.roundTripMs.map { "round trip \(String(format: "%.1f", $0)) ms" } ?? "not synced yet"
+                let offset = peer.clockOffsetMs.map { ", clock offset \(String(format: "%+.1f", $0)) ms" } ?? ""
+                lines.append("  peer '\(peer.name)' at \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us")): \(clock)\(offset), \(counted(peer.journalRepairs, "journal repair"))")
+            }
+        }
+        for (name, osc) in self.osc.sorted(by: { $0.key < $1.key }) {
+            lines.append("\(name): OSC on \(osc.listen)")
+            for controller in osc.controllers {
+                lines.append("  controller \(controller.address), heard \(String(format: "%.1f", controller.heardSecondsAgo)) s ago")
+            }
+        }
+        for (name, song) in songs.sorted(by: { $0.key < $1.key }) { lines.append("\(name): playing \(song.path)\(song.loop ? " (looped)" : "")") }
+        for (name, recording) in recordings.sorted(by: { $0.key < $1.key }) { lines.append("\(name): recording to \(recording.path)") }
+        if let jam { lines.append(jam.line) }
+        if let drums { lines.append(drums.line) }
+        if !endpoints.isEmpty {
+            lines.append("endpoints (messages in, out; dropped):")
+            for (name, traffic) in endpoints.sorted(by: { $0.key < $1.key }) {
+                let dropped = traffic.dropped.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+                lines.append("  \(name): \(traffic.in) in, \(traffic.out) out"
+                             + (dropped.isEmpty ? "" : "; dropped \(dropped.map { "\($0.value) \(words($0.key))" }.joined(separator: ", "))"))
+            }
+            lines.append("router: \(router.delivered) delivered, \(router.filtered) filtered, \(counted(router.unmatchedReleases, "unmatched release")), "
+                         + "\(router.heldTableFull) dropped for a full note table, \(router.untrackable) untrackable pedals")
+        }
+        return lines
+    }
+
+    /// `notAccepted` as "not accepted".
+    private func words(_ name: String) -> String {
+        name.reduce(into: "") { words, character in words += character.isUppercase ? " " + character.lowercased() : String(character) }
+    }
+}
+
+extension DaemonStatus.Jam {
+    /// `jam: master, clock master jam-a, 120.0 BPM, beat 6; total activity 40 (jam-b 40)`.
+    var line: String {
+        let master = self.master.map { name in masterSSRC.map { "\(name) (peer \(String($0, radix: 16, uppercase: true)))" } ?? name } ?? "nobody"
+        let tempo = self.tempo.map { "\(($0 * 10).rounded() / 10) BPM" } ?? "tempo unknown"
+        let beat = songBeat.map { ", beat \($0)" } ?? ""
+        let total = "total activity \(total)" + (totalFromMaster ? " (from the master)" : "")
+        let levels = players.map { "\($0.name) \($0.level)" }
+        return "jam: \(role), clock master \(master), \(tempo)\(beat); \(total)" + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))")
+    }
+}
+
+extension DaemonStatus.Drums {
+    /// `drums: rock, level 2 of 5 (following the activity), bar 3 beat 1, muted: clap; audio playing, 40 hits, 0 late, 0 xruns`.
+    var line: String {
+        let style = declaredStyle == self.style ? self.style : "\(self.style) (\(declaredStyle))"
+        let level = levelKept ? "level \(self.level) (kept)" : "level \(self.level) of \(levels) (following the activity)"
+        guard playing, let bar, let beat else { return "drums: \(style), \(level), waiting for the rhythm" }
+        let muted = self.muted.isEmpty ? "" : ", muted: \(self.muted.joined(separator: ", "))"
+        let audio = self.audio.map { "; audio \($0.playing ? "playing" : "ended"), \($0.hits) hits, \($0.lateHits) late, \($0.xruns) xruns" } ?? ""
+        return "drums: \(style), \(level), bar \(bar) beat \(beat)\(muted)\(audio)"
+    }
+}
