@@ -236,6 +236,16 @@ public struct ClockFollower: BeatTimeline, Sendable {
 
     /// Moves the loop on to a tick at `time`.
     private mutating func follow(_ time: Double) {
+        if usesSenderTime, samples == 2 {
+            // The master's times: the first interval (the period so far) spanned ticks lost if it is a whole multiple
+            // of this one, the second tick of a song being the only one that comes before any period.
+            let interval = time - filtered, multiple = (period / (time - filtered)).rounded()
+            if interval > 0, multiple >= 2, abs(period - multiple * interval) < 0.1 * interval {
+                tick += Int(multiple) - 1
+                counters.lostTicks += Int(multiple) - 1
+                period = min(max(interval, Self.minPeriod), Self.maxPeriod)
+            }
+        }
         let threshold = noiseSamples >= 8 ? max(Self.jumpFactor * noise, Self.jumpFloor) : Double.infinity
         let lateness = time - (filtered + period)
         // The master's own times are within the CK offset's error of its ticks: a tick lost is seen as soon as two
