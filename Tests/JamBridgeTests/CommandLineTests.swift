@@ -11,6 +11,14 @@ import Testing
         for file in files { #expect(result.out.contains("\(file): ok")) }
     }
 
+    /// The acceptance scenario's route files (a host each, so checked one by one) are checked here too, without its VM.
+    @Test func checkAcceptsTheScenariosRouteFiles() throws {
+        for file in ["rack.yaml", "rack-reloaded.yaml", "phone.yaml"] {
+            let result = try jambridge(["check", "Tests/Scenario/\(file)"])
+            #expect(result.status == 0 && result.out.contains("Tests/Scenario/\(file): ok"), "\(result.err)")
+        }
+    }
+
     @Test func checkReportsMistakesByLineAndColumnAndExitsOne() throws {
         let dir = try temporaryDirectory()
         let file = dir.appendingPathComponent("broken.yaml").path
