@@ -70,36 +70,20 @@ import Testing
     }
 
     /// A browser (Tests/Peers/browser.py) on the page: each command answered by one JSON line.
-    private final class Browser {
-        private let process = Process()
-        private let input = Pipe(), output = Pipe()
-        private var pending = Data()
+    private struct Browser {
+        let script: ScriptProcess
 
         init(_ url: String) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [repositoryRoot.appendingPathComponent("Tests/Peers/browser.py").path, url]
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
+            script = try ScriptProcess("browser.py", [url], python: URL(fileURLWithPath: "/usr/bin/python3"))
         }
 
-        /// The next line the browser prints, as JSON.
-        func line() -> [String: Any] {
-            while !pending.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { return ["ok": false, "value": "the browser ended"] }
-                pending += chunk
-            }
-            let end = pending.firstIndex(of: UInt8(ascii: "\n"))!
-            let text = pending[..<end]
-            pending = Data(pending[(end + 1)...])
-            return (try? JSONSerialization.jsonObject(with: Data(text)) as? [String: Any]) ?? ["ok": false, "value": String(decoding: text, as: UTF8.self)]
+        func json(_ line: String) -> [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? ["ok": false, "value": line]
         }
 
-        func tell(_ command: String) -> [String: Any] {
-            input.fileHandleForWriting.write(Data((command + "\n").utf8))
-            return line()
-        }
+        func line() -> [String: Any] { json(script.line()) }
+
+        func tell(_ command: String) -> [String: Any] { json(script.tell(command)) }
 
         /// Waits (30 s at most) until the page's `expression` is true.
         func wait(_ expression: String) -> Bool {
@@ -111,8 +95,8 @@ import Testing
         }
 
         func quit() {
-            input.fileHandleForWriting.write(Data("quit\n".utf8))
-            process.waitUntilExit()
+            _ = script.tell("quit")
+            script.waitUntilExit()
         }
     }
 
@@ -144,15 +128,10 @@ import Testing
         #expect(browser.value(#"document.getElementById("controls").hidden"#) as? Bool == false)
 
         // A third-party peer joins and sends its activity level (CC 11): the page shows it without a reload.
-        let peer = Process()
-        peer.executableURL = peersPython
-        peer.arguments = [repositoryRoot.appendingPathComponent("Tests/Peers/applemidi_starter.py").path, "\(sessionPort)"]
-        let peerInput = Pipe(), peerOutput = Pipe()
-        peer.standardInput = peerInput
-        peer.standardOutput = peerOutput
-        try peer.run()
+        let peer = try ScriptProcess("applemidi_starter.py", ["\(sessionPort)"])
+        #expect(peer.line().contains("joined"))
         #expect(browser.wait(##"[...document.querySelectorAll("#peers li")].some((item) => item.dataset.name === "starter")"##))
-        peerInput.fileHandleForWriting.write(Data("cc 1 11 77\n".utf8))
+        #expect(peer.tell("cc 1 11 77").contains("cc 1 11 77"))
         #expect(browser.wait(##"document.querySelector('#players [data-name="starter"]')?.dataset.value === "77""##),
                 "\(String(describing: browser.value(#"document.getElementById("players").textContent"#)))")
         #expect(browser.wait(#"Number(document.getElementById("total").dataset.value) >= 77"#))
@@ -172,7 +151,7 @@ import Testing
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 10_000, "\(png.count) bytes")
 
         // The page says so when the daemon goes.
-        peerInput.fileHandleForWriting.write(Data("leave\n".utf8))
+        _ = peer.tell("leave")
         peer.waitUntilExit()
         daemon.interrupt()
         let result = daemon.finish(killingAfter: 30)
