@@ -49,12 +49,14 @@ import Testing
         #expect(found.rate == 48_000 && found.channels == 2)
         // A hit a beat: as many onsets as the clock's beats (the capture may miss one at either end).
         #expect(beats >= 4 && abs(found.onsets.count - beats) <= 2, "\(found.onsets.count) onsets, \(beats) beats")
-        // On the clock's tempo: onsets 24,000 frames (0.5 s) apart on average to 20 frames, each within 5 ms. (Each
-        // buffer is placed through snd_pcm_delay, which snd-aloop moves in timer ticks in the emulated VM: there
-        // single intervals stray by up to 2.6 ms; over the run they keep the tempo.)
+        // On the clock's tempo: onsets 24,000 frames (0.5 s) apart on average to 20 frames, each within 2.5 ms. (Each
+        // period's time comes from the earliest of half a second of snd_pcm_delay readings, PCMFrameClock: snd-aloop
+        // moves its pointer a jiffy at a time in the VM; one reading alone put single beats 2.6 ms off, 7.6 ms when
+        // the host was busy. Now 27 frames at most, 0.6 ms, with the host busy.)
         let intervals = zip(found.onsets.dropFirst(), found.onsets).map { $0 - $1 }.dropFirst() // the first may be cut
         let mean = Double(intervals.reduce(0, +)) / Double(max(1, intervals.count))
-        #expect(abs(mean - 24_000) <= 20 && intervals.allSatisfy { abs($0 - 24_000) <= 240 }, "intervals \(Array(intervals))")
+        print("drums audio through snd-aloop: \(intervals.count) beat intervals, mean \(mean) frames, furthest from 24,000: \(intervals.map { abs($0 - 24_000) }.max() ?? 0) frames")
+        #expect(abs(mean - 24_000) <= 20 && intervals.allSatisfy { abs($0 - 24_000) <= 120 }, "intervals \(Array(intervals))")
     }
 
     /// The daemon stopped for a second (SIGSTOP: the audio thread cannot write, the device runs dry): one log line
