@@ -11,6 +11,7 @@
 #                               played into hw:0,N come out of that seq client, as from a USB
 #                               keyboard; unplug/replug with snd_virmidi.0 > .../unbind, bind
 #   snd-aloop                   a loopback PCM card (play on hw:Loopback,0, capture on ,1)
+#   snd-hrtimer                 the sequencer queues' timer, as on a real machine (not 4 ms jiffies)
 # It sees this machine's root filesystem read-only, the current directory read-write at the
 # same path, and private tmpfs on /tmp, /run and /dev/shm. COMMAND runs as root in the current
 # directory; its output (stdout and stderr together) goes to stdout and its exit status
@@ -89,7 +90,10 @@ for a in "$@"; do CMD="$CMD $(q "$a")"; done
 cat >"$WORK/root/guest.sh" <<GUEST
 export PATH=$(q "$PATH") HOME=/root LANG=C.UTF-8 ALSA_VM=1
 ip link set lo up 2>/dev/null
-for m in snd-seq snd-seq-dummy 'snd-virmidi midi_devs=4' snd-aloop; do
+# snd-hrtimer first: the sequencer's queues take it as their timer when it is there (Debian's
+# CONFIG_SND_SEQ_HRTIMER_DEFAULT), as on a real machine, whose kernel loads it on demand; this
+# kernel cannot load modules by itself, and without it queues tick with the 4 ms system timer.
+for m in snd-hrtimer snd-seq snd-seq-dummy 'snd-virmidi midi_devs=4' snd-aloop; do
     modprobe \$m || echo "alsa-vm: modprobe \$m failed"
 done
 if [ ! -e /dev/snd/seq ]; then echo; echo ALSA_VM_NO_SEQUENCER; exit; fi

@@ -236,9 +236,22 @@ public struct ClockFollower: BeatTimeline, Sendable {
 
     /// Moves the loop on to a tick at `time`.
     private mutating func follow(_ time: Double) {
+        if usesSenderTime, samples == 2 {
+            // The master's times: the first interval (the period so far) spanned ticks lost if it is a whole multiple
+            // of this one, the second tick of a song being the only one that comes before any period.
+            let interval = time - filtered, multiple = (period / (time - filtered)).rounded()
+            if interval > 0, multiple >= 2, abs(period - multiple * interval) < 0.1 * interval {
+                tick += Int(multiple) - 1
+                counters.lostTicks += Int(multiple) - 1
+                period = min(max(interval, Self.minPeriod), Self.maxPeriod)
+            }
+        }
         let threshold = noiseSamples >= 8 ? max(Self.jumpFactor * noise, Self.jumpFloor) : Double.infinity
         let lateness = time - (filtered + period)
-        let late = samples >= 3 && threshold < period / 4 && lateness > 0.75 * period
+        // The master's own times are within the CK offset's error of its ticks: a tick lost is seen as soon as two
+        // ticks have given the period, not only once the loop has learnt its error (1.25 beats later), or a tick lost
+        // then would put the whole song a tick behind. Arrival times wait for the loop's error.
+        let late = (usesSenderTime ? samples >= 2 : samples >= 3 && threshold < period / 4) && lateness > 0.75 * period
         let elapsed = late ? 1 + Int(lateness / period + 0.25) : 1
         if unconfirmedLoss > 0, !late || (elapsed == lateElapsed && lateRuns >= 2) {
             // After ticks that came whole periods late: on time, the ticks between were lost; late by more than

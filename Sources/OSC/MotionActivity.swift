@@ -4,7 +4,9 @@ import MIDI
 ///
 /// Each axis passes a one-pole high-pass (gravity and slow tilting removed); the movement energy is the
 /// magnitude of the high-passed vector in g; an envelope follower rises with `attack` and falls with `release`;
-/// the envelope is mapped linearly from `range` onto 0...127. The level is sent as a controller when it changes.
+/// the envelope is mapped linearly from `range` onto 0...127. The level is sent as a controller when it changes, and
+/// again every `refreshAfter` while samples come and it is above rest: the jam fades a player 2 s after its last level,
+/// and a phone shaken steadily holds one level (127 when shaken hard).
 /// Filters use the real time between samples, so irregular rates, repeated or backward timestamps and gaps
 /// are all handled; `tick` lets the level fall to 0 once the stream stops.
 public struct MotionActivity: Sendable {
@@ -12,6 +14,8 @@ public struct MotionActivity: Sendable {
     public static let maxAcceleration = 1e6
     /// Seconds without a sample after which the stream counts as stopped and `tick` releases the envelope.
     public static let staleAfter = 0.25
+    /// Seconds after which a level above rest is sent again, unchanged, while samples come: under the jam's 2 s.
+    public static let refreshAfter = 1.0
 
     private let mapping: MotionActivityMapping
     private let gPerUnit: Double
@@ -28,6 +32,8 @@ public struct MotionActivity: Sendable {
     private var envelope = 0.0
     /// The activity level last sent (0 before any).
     public private(set) var level = 0
+    /// When the level was last sent.
+    private var sentTime = -Double.infinity
     private var sampleTime = 0.0
     private var envelopeTime = 0.0
 
@@ -67,7 +73,7 @@ public struct MotionActivity: Sendable {
         sampleTime = time
         let (dx, dy, dz) = (sample.x - low.x, sample.y - low.y, sample.z - low.z)
         follow((dx * dx + dy * dy + dz * dz).squareRoot(), at: time)
-        send(emit: emit)
+        send(at: time, emit: emit)
     }
 
     /// Lets the level fall once no sample came for `staleAfter` seconds, as if the energy had been 0 since the last one.
@@ -75,7 +81,7 @@ public struct MotionActivity: Sendable {
         // A clock that went back (a restarted stream's timestamps) counts as a stop too.
         guard gravity != nil, time - sampleTime > Self.staleAfter || time < sampleTime, time.isFinite else { return }
         follow(0, at: time)
-        send(emit: emit)
+        send(at: time, emit: emit)
     }
 
     /// `value` in g, clamped to ±`maxAcceleration`; NaN gives 0.
@@ -100,11 +106,14 @@ public struct MotionActivity: Sendable {
         return Int((position * 127).rounded(.toNearestOrEven))
     }
 
-    /// Sends the level for the current envelope if it differs from the one last sent.
-    private mutating func send(emit: (MIDIMessage) -> Void) {
+    /// Sends the level for the current envelope if it differs from the one last sent, or if it is above rest and was
+    /// last sent `refreshAfter` ago (or at a later time: the clock went back).
+    private mutating func send(at time: Double, emit: (MIDIMessage) -> Void) {
         let newLevel = Self.level(for: envelope, in: mapping.range)
-        guard newLevel != level else { return }
+        let due = newLevel != restLevel && !(time >= sentTime && time - sentTime < Self.refreshAfter)
+        guard newLevel != level || due else { return }
         level = newLevel
+        sentTime = time
         emit(.controlChange(channel: channel, controller: controller, value: UInt7(clamping: newLevel)))
     }
 }

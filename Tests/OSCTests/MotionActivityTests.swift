@@ -84,21 +84,45 @@ func levelRange(_ stream: AccelerometerStream, mapping: MotionActivityMapping = 
 
     @Test func theLevelIsSentAsTheActivityControllerWhenItChanges() {
         var activity = MotionActivity(mapping: MotionActivityMapping(controller: 11, channel: 2))
-        var sent: [MIDIMessage] = []
+        var sent: [(time: Double, message: MIDIMessage)] = []
         for (time, x, y, z) in AccelerometerStream.hard(rate: 60).samples(seconds: 2, seed: 4) {
-            activity.feed(x: x, y: y, z: z, at: time) { sent.append($0) }
+            activity.feed(x: x, y: y, z: z, at: time) { sent.append((time, $0)) }
         }
         #expect(!sent.isEmpty)
-        var previous = -1
-        for message in sent {
+        var previous = (time: -Double.infinity, level: -1)
+        for (time, message) in sent {
             guard case .controlChange(let channel, let controller, let value) = message else {
                 Issue.record("sent \(message)")
                 continue
             }
-            #expect(channel.value == 1 && controller.value == 11 && Int(value.value) != previous)
-            previous = Int(value.value)
+            // A level again only once it has held for a second (see below).
+            #expect(channel.value == 1 && controller.value == 11 && (Int(value.value) != previous.level || time - previous.time >= 1))
+            previous = (time, Int(value.value))
         }
-        #expect(previous == activity.level)
+        #expect(previous.level == activity.level)
+    }
+
+    /// A phone shaken steadily holds one level (127 when shaken hard): it is sent again every second while samples
+    /// come, or the jam, which fades a player 2 s after its last level, would let the busiest player fade away while
+    /// it still shakes. (Found by the acceptance scenario: a phone shaken for 30 s counted for 4 s.)
+    @Test func aSteadyLevelIsSentAgainEverySecondWhileTheStreamGoesOn() {
+        var activity = MotionActivity(mapping: MotionActivityMapping())
+        var sent: [Double] = []
+        var last = 0.0
+        for (time, x, y, z) in AccelerometerStream.hard(rate: 60).samples(seconds: 10, seed: 6) {
+            activity.feed(x: x, y: y, z: z, at: time) { _ in sent.append(time) }
+            last = time
+        }
+        #expect(activity.level == 127)
+        let gaps = zip(sent.dropFirst(), sent).map { $0 - $1 } + [last - sent.last!]
+        #expect(gaps.allSatisfy { $0 < 1.05 }, "\(gaps.max()!) s without a level")
+        // A phone lying still sends its rest level once, not every second.
+        var still = MotionActivity(mapping: MotionActivityMapping())
+        var stillSent = 0
+        for (time, x, y, z) in AccelerometerStream.still(rate: 60).samples(seconds: 10, seed: 6) {
+            still.feed(x: x, y: y, z: z, at: time) { _ in stillSent += 1 }
+        }
+        #expect(still.level == 0 && stillSent <= 3, "\(stillSent)")
     }
 
     @Test func aStoppedStreamReleasesToZeroThroughTicks() {
