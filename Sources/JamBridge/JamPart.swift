@@ -136,8 +136,13 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     private func jam(_ command: JamCommand) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
         let now = MonotonicClock.now()
-        let result = drive { $0.perform(command, now: now, emit: $1) }
-        // A Start's first tick is due at once: it goes out with it, not when the clock thread next wakes.
+        // A Start's first tick (and the total a new master sends) is due at once: it goes out with it, in the same
+        // packet, not when the clock thread next wakes nor after the log lines of the change.
+        let result = drive { conductor, emit in
+            let result = conductor.perform(command, now: now, emit: emit)
+            conductor.fire(now: now, emit: emit)
+            return result
+        }
         _ = fire(now)
         clock?.wake()
         switch result {
@@ -221,16 +226,19 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         return sleepingUntil
     }
 
-    /// Sends what `outputs` deliver, then logs what they say: a Start never waits behind a log line.
+    /// Sends what `outputs` deliver (to the session together, in one packet), then logs what they say: a Start never
+    /// waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
+        let toSession = outputs.compactMap { output -> JamDelivery? in
+            if case .deliver(let delivery) = output, delivery.toSession { return delivery }
+            return nil
+        }
+        if let session, !toSession.isEmpty { session.sendNow(toSession.map { ($0.message, $0.time) }) }
         for output in outputs.filter(isDelivery) + outputs.filter({ !isDelivery($0) }) {
             switch output {
             case .deliver(let delivery):
-                if delivery.toSession, let session {
-                    session.sendNow(delivery.message, at: delivery.time)
-                    if let monitor, delivery.message != .timingClock {
-                        monitor.show(delivery.message, from: "jam", to: "session", at: delivery.time)
-                    }
+                if delivery.toSession, session != nil, let monitor, delivery.message != .timingClock {
+                    monitor.show(delivery.message, from: "jam", to: "session", at: delivery.time)
                 }
                 guard delivery.toLocal, let engine else { continue }
                 for output in self.outputs where output.name != delivery.except {

@@ -135,9 +135,12 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         runner.reschedule()
     }
 
-    /// Sends `message`, due at `time`, to every peer now (one packet); on the engine's queue.
-    func sendNow(_ message: MIDIMessage, at time: MonotonicInstant) {
-        session.send(message, at: time)
+    /// Sends `messages`, each due at its time, to every peer now, together (one packet while their times allow); on
+    /// the engine's queue. What the jam sends at one instant (a Start, its first tick, the total) leaves in one packet:
+    /// sent one by one, the network may reorder them, and a first tick overtaken is dropped as late, the follower
+    /// then counting the song from its second tick.
+    func sendNow(_ messages: [(message: MIDIMessage, time: MonotonicInstant)]) {
+        for (message, time) in messages { session.send(message, at: time) }
         if !runner.isHandlingDatagram { session.flush() }
     }
 
