@@ -28,9 +28,10 @@ cd "$(dirname "$0")/.."
 #   make                          make install / make uninstall (the Makefile)
 #   man-db                        man, which the install tests ask where the installed pages are
 #   systemd procps                systemd-analyze verify of the unit in the tests; kill, which its ExecReload runs
+#   chromium                      a real headless browser on the status page (its DevTools protocol, Tests/Peers/browser.py)
 packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev libxml2-dev make)
 [ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils liblo-tools
-                                 hydrogen-drumkits sox python3-soundfile man-db systemd procps)
+                                 hydrogen-drumkits sox python3-soundfile man-db systemd procps chromium)
 # The VM's packages, without their recommendations (qemu's GUI, apparmor, firmware).
 vm_packages=()
 [ "${1:-}" = run ] || vm_packages=(qemu-system-x86 linux-image-amd64 busybox-static)

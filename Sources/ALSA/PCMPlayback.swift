@@ -18,8 +18,8 @@ public struct PCMError: Error, CustomStringConvertible, Sendable {
 /// own at real-time priority where allowed (one log line where not).
 ///
 /// For every period the thread asks `render` for `period` frames (Float, interleaved, -1...1) and the monotonic
-/// instant at which the first of them will be heard: now plus the frames already queued before them
-/// (`snd_pcm_delay`: what the device has not played yet) at 48 kHz. The callback must not wait on the engine: it
+/// instant at which the first of them will be heard (`PCMFrameClock`: the frames queued before them, by
+/// `snd_pcm_delay`, against the monotonic clock, the earliest reading of the last half second). The callback must not wait on the engine: it
 /// takes what was handed to it ahead of time (`DrumStream`). The samples go out as FLOAT_LE where the device takes
 /// it, else S32_LE or S16_LE, clipped.
 ///
@@ -170,15 +170,25 @@ public final class PCMPlayback: Sendable {
             if refused != 0 {
                 log(.notice, "audio thread runs at normal priority: real-time priority refused (\(String(cString: strerror(refused)))); drums may glitch under load")
             }
+            // When each period is heard: the lowest of the last half second's readings (one reading alone strays by
+            // the driver's pointer granularity, a jiffy on snd-aloop).
+            var clock = PCMFrameClock(rate: Configuration.rate)
             while !shared.stopped.load(ordering: .acquiring) {
                 var delay: snd_pcm_sframes_t = 0
                 let queued = snd_pcm_delay(pcm, &delay) == 0 ? max(0, Int(delay)) : 0
                 let now = MonotonicClock.now()
-                let firstFrame = now.advanced(byNanoseconds: UInt64(queued) * 1_000_000_000 / UInt64(Configuration.rate))
+                // Until the buffer is full the stream waits: frames are queued but their time is not running yet.
+                if snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING { clock.observe(timestamp: now, delay: queued) }
+                let firstFrame = clock.hasReadings ? clock.firstFrame
+                    : now.advanced(byNanoseconds: UInt64(clock.duration(of: queued)))
                 samples.withUnsafeMutableBufferPointer { render($0, firstFrame) }
                 PCMSamples.convert(samples, to: format, into: &converted)
                 let written = converted.withUnsafeBytes { snd_pcm_writei(pcm, $0.baseAddress, snd_pcm_uframes_t(period)) }
-                if written < 0, !recover(Int32(written)) { break }
+                if written > 0 { clock.advance(by: Int(written)) }
+                if written < 0 {
+                    guard recover(Int32(written)) else { break }
+                    clock.restart() // the stream starts again from its next frame
+                }
             }
             snd_pcm_drop(pcm)
             snd_pcm_close(pcm)

@@ -10,7 +10,7 @@ import Routing
 /// engine's queue, which they learn when it starts, before any source does.
 var partKinds: [[any Part.Type]] {
     [
-        [ALSAPart.self, SessionPart.self, OSCPart.self],
+        [ALSAPart.self, SessionPart.self, OSCPart.self, StatusPagePart.self],
         [FilePlayerPart.self, RecorderPart.self, JamPart.self],
     ]
 }

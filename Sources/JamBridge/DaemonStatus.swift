@@ -20,9 +20,20 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     public var recordings: [String: Recording] = [:]
     public var jam: Jam?
     public var drums: Drums?
+    public var http: HTTP?
     /// Every running endpoint, by name.
     public var endpoints: [String: Traffic] = [:]
     public var router = Router()
+
+    /// The live status page (`http:`).
+    public struct HTTP: Codable, Equatable, Sendable {
+        /// Where it listens, `HOST:PORT`.
+        public var listen: String
+        /// True if the page may start, stop and set the tempo.
+        public var control: Bool
+        /// The pages open now (each one stream of the status).
+        public var pages: Int
+    }
 
     /// The RTP-MIDI session (`session:`).
     public struct Session: Codable, Equatable, Sendable {
@@ -226,6 +237,9 @@ extension DaemonStatus {
         for (name, recording) in recordings.sorted(by: { $0.key < $1.key }) { lines.append("\(name): recording to \(recording.path)") }
         if let jam { lines.append(jam.line) }
         if let drums { lines.append(drums.line) }
+        if let http {
+            lines.append("status page: http://\(http.listen)/ (\(http.control ? "with" : "without") start, stop and tempo), \(counted(http.pages, "page")) open")
+        }
         if !endpoints.isEmpty {
             lines.append("endpoints (messages in, out; dropped):")
             for (name, traffic) in endpoints.sorted(by: { $0.key < $1.key }) {

@@ -76,7 +76,9 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
         let failures = control.sync {
             let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
-            let assembly = Assembly(context: PartContext(logger: logger, monitor: monitor))
+            let access = DaemonAccess(report: { [weak self] in self?.report() },
+                                      perform: { [weak self] in self?.perform($0) ?? .failure(JamRefusal(reason: "jambridge is stopping")) })
+            let assembly = Assembly(context: PartContext(logger: logger, monitor: monitor, daemon: access))
             self.assembly = assembly
             let failures = assembly.apply(configuration, starting: true).failures
             guard failures.isEmpty else { return failures }

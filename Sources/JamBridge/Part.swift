@@ -1,3 +1,4 @@
+import Jam
 import Logging
 import MIDI
 import RouteFile
@@ -69,6 +70,16 @@ struct PartContext {
     var logger: Logger
     /// Shows every delivered event and OSC message (`--monitor`).
     var monitor: EventMonitor?
+    /// The daemon as its control socket serves it, for parts that serve it too (the status page).
+    var daemon: DaemonAccess
+}
+
+/// What the control socket asks of the daemon: its status, and the jam's and drums' commands. Called from any
+/// thread but the daemon's control queue.
+struct DaemonAccess: Sendable {
+    /// What the daemon is doing; nil once it stops.
+    var report: @Sendable () -> DaemonStatus?
+    var perform: @Sendable (ControlCommand) -> Result<String, JamRefusal>
 }
 
 /// An endpoint as the engine sees it: what produces its events, what takes what is routed to it.

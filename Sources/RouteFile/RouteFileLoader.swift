@@ -81,6 +81,8 @@ struct RouteFileDocument: YAMLDocument {
     var jam = JamBlocks()
     /// The file's `drums:` block, if it has one.
     var drums: DrumsDeclaration?
+    /// The file's `http:` block, if it has one.
+    var http: HTTPDeclaration?
     /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
     var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
     /// Where this file's `osc:` endpoints listen.
@@ -142,11 +144,13 @@ struct RouteFileDocument: YAMLDocument {
                 jam.activity = JamBlocks.Activity(configuration: readActivityBlock(value, key: keyNode), location: location(keyNode))
             case "drums":
                 drums = readDrumsBlock(value, key: keyNode)
+            case "http":
+                http = readHTTPBlock(value, key: keyNode)
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
                 fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are "
-                     + "'session', 'alsa', 'clock', 'activity', 'drums', 'endpoints' and 'routes'")
+                     + "'session', 'alsa', 'clock', 'activity', 'drums', 'http', 'endpoints' and 'routes'")
             }
         }
     }

@@ -113,6 +113,8 @@ public struct RouteConfiguration: Sendable {
     public var jam: JamDeclaration?
     /// The drum sequencer (`drums:`): it plays in the jam, so it also turns the jam on.
     public var drums: DrumsDeclaration?
+    /// The live status page (`http:`), or nil if no route file turns it on.
+    public var http: HTTPDeclaration?
 
     /// A configuration holding `endpoints`, `routes`, `session`, `alsa` and `songs` as given.
     public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil,
@@ -310,6 +312,8 @@ public struct RouteConfiguration: Sendable {
         if alsa == nil, let firstALSAUse {
             alsa = ALSADeclaration(location: firstALSAUse)
         }
+        let http = onlyDeclaration(of: \.http, at: \.location, in: documents, named: "the status page",
+                                   block: "'http' block", errors: &errorsByFile)
         let errors = errorsByFile.flatMap { fileErrors in
             fileErrors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) }
         }
@@ -318,6 +322,7 @@ public struct RouteConfiguration: Sendable {
         var configuration = RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa,
                                                songs: songs, jam: jam ?? drums.map { JamDeclaration(location: $0.location) })
         configuration.drums = drums
+        configuration.http = http
         return configuration
     }
 

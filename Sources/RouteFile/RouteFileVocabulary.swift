@@ -3,7 +3,9 @@ import MIDI
 /// The words a route file may use, in one place so messages and the loader agree.
 enum RouteFileVocabulary {
     /// Top-level keys this version reads.
-    static let topLevelKeys = ["session", "alsa", "clock", "activity", "drums", "endpoints", "routes"]
+    static let topLevelKeys = ["session", "alsa", "clock", "activity", "drums", "http", "endpoints", "routes"]
+    /// Keys of the `http:` mapping.
+    static let httpKeys = ["listen", "control"]
     /// Keys of the `drums:` mapping.
     static let drumsKeys = ["style", "kit", "voices", "level", "seed", "mute", "audio", "notes"]
     /// The endpoint name of the drum sequencer's notes.

@@ -218,15 +218,21 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         #expect(peers.contains("\"jam-a\"\tport \(portA)\tpid \(a.pid)\t2 connected\n  peer \"jam-b\"\t127.0.0.1:\(portB)\tround trip "), "\(peers)")
     }
 
-    @Test func onlyTheSocketsOwnerAndGroupMayConnectAndASecondDaemonLeavesItAlone() throws {
-        try #require(getuid() == 0, "switching to another user needs root")
+    /// A daemon running a jam (`clock: {}`) with its control socket at a path of the test's; returns once it listens.
+    private func jamWithSocket(stopAfter seconds: Int) throws -> (daemon: JamBridgeProcess, control: String, file: URL) {
         let dir = try temporaryDirectory()
         let control = dir.appendingPathComponent("control.sock").path
         let file = dir.appendingPathComponent("routes.yaml")
         try "clock: {}\n".write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", "--control", control, file.path])
-        defer { daemon.interrupt() }
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "\(seconds)", "--control", control, file.path])
         #expect(daemon.waitForError(containing: "control socket: \(control)"), "\(daemon.errorSoFar)")
+        return (daemon, control, file)
+    }
+
+    @Test func onlyTheSocketsOwnerAndGroupMayConnectAndASecondDaemonLeavesItAlone() throws {
+        try #require(getuid() == 0, "switching to another user needs root")
+        let (daemon, control, file) = try jamWithSocket(stopAfter: 60)
+        defer { daemon.interrupt() }
         var info = stat()
         #expect(lstat(control, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK && info.st_mode & 0o777 == 0o660)
         // nobody in root's group (the socket's) is let in; nobody alone is not.
@@ -246,13 +252,8 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
     }
 
     @Test func garbageHugeLinesSilentClientsAndAHundredAtOnceDoNotStallTheDaemon() throws {
-        let dir = try temporaryDirectory()
-        let control = dir.appendingPathComponent("control.sock").path
-        let file = dir.appendingPathComponent("routes.yaml")
-        try "clock: {}\n".write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "120", "--control", control, file.path])
+        let (daemon, control, _) = try jamWithSocket(stopAfter: 120)
         defer { daemon.interrupt() }
-        #expect(daemon.waitForError(containing: "control socket: \(control)"), "\(daemon.errorSoFar)")
 
         #expect(try exchange(control, Array("hello\n".utf8)).contains(#""message":"not a request: send one line of JSON"#))
         #expect(try exchange(control, Array(#"{"command": "dance"}"#.utf8) + [10]).contains(#""ok":false"#))

@@ -39,6 +39,9 @@ import Testing
         let recorded = recorder.finish(killingAfter: 120)
         #expect(recorded.status == 0, "arecord: \(recorded.err)")
         let got = reader.finish(killingAfter: 120)
+        // What the daemon counted as late: hits handed to the audio after their time (the VM not run for a while),
+        // played at once, and underruns.
+        let counted = try #require(try daemonStatus(daemon.pid)?.drums?.audio)
         daemon.interrupt()
         let result = daemon.finish(killingAfter: 60)
         #expect(result.status == 0, "\(result.err)")
@@ -49,12 +52,18 @@ import Testing
         #expect(found.rate == 48_000 && found.channels == 2)
         // A hit a beat: as many onsets as the clock's beats (the capture may miss one at either end).
         #expect(beats >= 4 && abs(found.onsets.count - beats) <= 2, "\(found.onsets.count) onsets, \(beats) beats")
-        // On the clock's tempo: onsets 24,000 frames (0.5 s) apart on average to 20 frames, each within 5 ms. (Each
-        // buffer is placed through snd_pcm_delay, which snd-aloop moves in timer ticks in the emulated VM: there
-        // single intervals stray by up to 2.6 ms; over the run they keep the tempo.)
+        // On the clock's tempo: onsets 24,000 frames (0.5 s) apart on average to 20 frames, each within 2.5 ms. (Each
+        // period's time comes from the earliest of half a second of snd_pcm_delay readings, PCMFrameClock: snd-aloop
+        // moves its pointer a jiffy at a time in the VM; one reading alone put single beats 2.6 ms off, 7.6 ms when
+        // the host was busy. Now a few frames, 27 at most, with the host busy; but a hit handed over after its time
+        // because the VM was not run, which the daemon counts, still plays late.)
         let intervals = zip(found.onsets.dropFirst(), found.onsets).map { $0 - $1 }.dropFirst() // the first may be cut
         let mean = Double(intervals.reduce(0, +)) / Double(max(1, intervals.count))
-        #expect(abs(mean - 24_000) <= 20 && intervals.allSatisfy { abs($0 - 24_000) <= 240 }, "intervals \(Array(intervals))")
+        // A hit the daemon counted late moves the two intervals around it, and only those.
+        let off = intervals.filter { abs($0 - 24_000) > 120 }.count
+        print("drums audio through snd-aloop: \(intervals.count) beat intervals, mean \(mean) frames, furthest from 24,000: "
+              + "\(intervals.map { abs($0 - 24_000) }.max() ?? 0) frames; \(off) off by more than 120, \(counted.lateHits) late hits, \(counted.xruns) underruns")
+        #expect(abs(mean - 24_000) <= 20 && off <= 2 * (counted.lateHits + counted.xruns), "intervals \(Array(intervals)), \(counted)")
     }
 
     /// The daemon stopped for a second (SIGSTOP: the audio thread cannot write, the device runs dry): one log line

@@ -151,3 +151,39 @@ func waitUntilBound(_ ports: [UInt16]) -> Bool {
     }
     return true
 }
+
+/// A peer script driven a command a line (Tests/Peers/applemidi_starter.py, browser.py), each answered by a line.
+final class ScriptProcess {
+    private let process = Process()
+    private let input = Pipe(), output = Pipe()
+    private var pending = Data()
+
+    /// Starts `script` (in Tests/Peers) with `arguments`, by `python`.
+    init(_ script: String, _ arguments: [String], python: URL = peersPython) throws {
+        process.executableURL = python
+        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Peers/\(script)").path] + arguments
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// The next line it prints (without the newline), or what is left when it ends.
+    func line() -> String {
+        while !pending.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            pending += chunk
+        }
+        let end = pending.firstIndex(of: UInt8(ascii: "\n")) ?? pending.endIndex
+        defer { pending = Data(pending[min(end + 1, pending.endIndex)...]) }
+        return String(decoding: pending[..<end], as: UTF8.self)
+    }
+
+    /// Sends `command` and returns the line that answers it.
+    func tell(_ command: String) -> String {
+        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        return line()
+    }
+
+    func waitUntilExit() { process.waitUntilExit() }
+}

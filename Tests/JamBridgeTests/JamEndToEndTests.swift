@@ -100,30 +100,9 @@ import Testing
         #expect(try waitForStatus(a, containing: "clock master jam-b").contains("jam: follower, clock master jam-b"))
 
         // A third-party player joins A and sends Start: refused while B leads; once B stops, it leads A.
-        let starter = Process()
-        starter.executableURL = peersPython
-        starter.arguments = [repositoryRoot.appendingPathComponent("Tests/Peers/applemidi_starter.py").path, "\(portA)"]
-        let input = Pipe(), output = Pipe()
-        starter.standardInput = input
-        starter.standardOutput = output
-        try starter.run()
-        func tell(_ command: String) -> String {
-            input.fileHandleForWriting.write(Data((command + "\n").utf8))
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                line += chunk
-            }
-            return String(decoding: line, as: UTF8.self)
-        }
-        var joined = Data()
-        while !joined.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            joined += chunk
-        }
-        #expect(String(decoding: joined, as: UTF8.self).contains("joined"))
+        let starter = try ScriptProcess("applemidi_starter.py", ["\(portA)"])
+        let tell = starter.tell
+        #expect(starter.line().contains("joined"))
         // Well after B's start: starts less than 100 ms apart are decided by SSRC, not by time.
         Thread.sleep(forTimeInterval: 1)
         _ = tell("start")

@@ -60,7 +60,8 @@ private let unitFile = repositoryRoot.appendingPathComponent("dist/jambridge.ser
         #expect(notify.next(within: 60) == "READY=1\nSTATUS=running: 2 endpoints, 1 route from \(routes.path)")
         // Ready means answering: the control socket is in the unit's runtime directory.
         #expect(FileManager.default.fileExists(atPath: runtime.appendingPathComponent("control-\(daemon.pid).sock").path))
-        let status = try JamBridgeProcess(["status"], environment: ["RUNTIME_DIRECTORY": runtime.path])
+        // By PID: other tests' daemons may run meanwhile, their sockets in /run/jambridge, which is searched too.
+        let status = try JamBridgeProcess(["status", "--pid", "\(daemon.pid)"], environment: ["RUNTIME_DIRECTORY": runtime.path])
             .finish(killingAfter: 30)
         #expect(status.status == 0 && status.out.contains("jambridge \(daemon.pid) running"), "\(status)")
 

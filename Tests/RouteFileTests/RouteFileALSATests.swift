@@ -318,7 +318,7 @@ private func alsaKind(_ value: String) throws -> EndpointKind? {
         #expect(locatedMistakes("endpoints:\n  x: { als: USB* }\n") == ["r.yaml:2:8: unknown key 'als'; did you mean 'alsa'?"])
         #expect(locatedMistakes("als:\n  client: rack\n") == [
             "r.yaml:1:1: unknown top-level key 'als'; did you mean 'alsa'? the known keys are "
-                + "'session', 'alsa', 'clock', 'activity', 'drums', 'endpoints' and 'routes'",
+                + "'session', 'alsa', 'clock', 'activity', 'drums', 'http', 'endpoints' and 'routes'",
         ])
     }
 

@@ -65,9 +65,9 @@ private func route(_ lines: String...) -> String {
     @Test func unknownTopLevelKey() {
         #expect(mistakes("rotes: []\nfoo: 1\n") == [
             "1:1: unknown top-level key 'rotes'; did you mean 'routes'? the known keys are "
-                + "'session', 'alsa', 'clock', 'activity', 'drums', 'endpoints' and 'routes'",
+                + "'session', 'alsa', 'clock', 'activity', 'drums', 'http', 'endpoints' and 'routes'",
             "2:1: unknown top-level key 'foo'; the known keys are 'session', 'alsa', 'clock', 'activity', 'drums', "
-                + "'endpoints' and 'routes'",
+                + "'http', 'endpoints' and 'routes'",
         ])
     }
 
