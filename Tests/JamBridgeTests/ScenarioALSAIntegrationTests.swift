@@ -333,7 +333,7 @@ private final class LaptopLog: @unchecked Sendable { // guarded by `lock`
         var on = Set<Key>()
         for event in events() {
             guard let channel = event.channel, let key = event.key else { continue }
-            if event.event == "note_on" { on.insert(Key(channel: channel, note: key)) } else { on.remove(Key(channel: channel, note: key)) }
+            if ["note_on", "repaired_on"].contains(event.event) { on.insert(Key(channel: channel, note: key)) } else { on.remove(Key(channel: channel, note: key)) }
         }
         return on.sorted()
     }
@@ -413,6 +413,12 @@ private func clockComparison(master: [Double], follower: [Double], from: Double,
     }
     let jitter = zip(master[first...last].dropFirst(), master[first...last]).map { abs(($0 - $1) - period) * 1000 }.max() ?? 0
     return ClockComparison(ticks: OffsetFigures(ticks), beats: OffsetFigures(beats), masterJitter: jitter)
+}
+
+/// What the status page's `GET /status` answers.
+private struct StatusPageReply: Decodable {
+    var control: Bool
+    var status: DaemonStatus
 }
 
 /// What `wav_levels.py` says of a capture.
@@ -496,6 +502,18 @@ private struct Host {
         return last
     }
 
+    /// GETs `url` from the host with Python's urllib (a browser's request); the status code, the content type and the body.
+    func fetch(_ url: String) throws -> (code: Int, type: String, body: String) {
+        let result = try run(["/usr/bin/python3", "-c", """
+            import sys, urllib.request
+            with urllib.request.urlopen(sys.argv[1], timeout=30) as reply:
+                print(reply.status, reply.headers.get("Content-Type"))
+                sys.stdout.write(reply.read().decode())
+            """, url])
+        let head = result.out.prefix { $0 != "\n" }.split(separator: " ", maxSplits: 1)
+        return (head.first.flatMap { Int($0) } ?? 0, head.count > 1 ? String(head[1]) : "", String(result.out.drop { $0 != "\n" }.dropFirst()))
+    }
+
     /// Runs the phone's controller app (Tests/Peers/phone_controls.py) with `actions`, to its end.
     func controls(_ actions: String...) throws -> Int32 {
         try run([peersPython.path, peers.appendingPathComponent("phone_controls.py").path, "8000"] + actions).status
@@ -577,20 +595,23 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                 timeline.saw("laptop", "(stderr) \(line.text)", at: line.time)
             }
             shown["laptop"] = until
-            for event in events where ["connected", "disconnected", "repaired", "error"].contains(event.event)
-                || (event.event.hasPrefix("note") && event.channel != 9) {
+            for event in events where ["connected", "disconnected", "error"].contains(event.event)
+                || ((event.event.hasPrefix("note") || event.event.hasPrefix("repaired")) && event.channel != 9) {
                 let what = switch event.event {
                 case "connected", "disconnected": "\(event.event): \(event.name ?? "?")"
-                case "repaired": "note-off \(event.key ?? -1) (ch \((event.channel ?? 0) + 1)) repaired from the journal after \(event.lost ?? 0) lost packet(s)"
+                case "repaired": "note off \(event.key ?? -1) (ch \((event.channel ?? 0) + 1)) from the journal, \(event.lost ?? 0) packet(s) lost"
+                case "repaired_on": "note on  \(event.key ?? -1) (ch \((event.channel ?? 0) + 1)) velocity \(event.velocity ?? -1) from the journal, \(event.lost ?? 0) packet(s) lost"
                 case "error": "ERROR \(event.error ?? "")"
                 default: "\(event.event == "note_on" ? "note on " : "note off") \(event.key ?? -1) (ch \((event.channel ?? 0) + 1)) velocity \(event.velocity ?? -1)"
                 }
                 timeline.saw("laptop", what, at: event.t)
             }
             let drums = events.filter { $0.event == "note_on" && $0.channel == 9 }.count
+            let drumRepairs = events.filter { $0.event.hasPrefix("repaired") && $0.channel == 9 }.count
             let totals = events.filter { $0.event == "cc" && $0.controller == 7 }.compactMap(\.value)
             if drums > 0 || !totals.isEmpty {
-                timeline.saw("laptop", "\(drums) drum note-ons (ch 10)" + (totals.isEmpty ? "" : "; total activity (CC 7) \(totals.min()!)-\(totals.max()!), last \(totals.last!)"))
+                timeline.saw("laptop", "\(drums) drum note-ons (ch 10)" + (drumRepairs > 0 ? ", \(drumRepairs) drum notes from the journal" : "")
+                             + (totals.isEmpty ? "" : "; total activity (CC 7) \(totals.min()!)-\(totals.max()!), last \(totals.last!)"))
             }
             for reader in [drumMachine, synth] {
                 let heard = reader.heard(after: shown[reader.name, default: 0], before: until)
@@ -657,6 +678,17 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         timeline.check(1, Set(laptopSees).isSuperset(of: ["Rack at 10.78.0.1:5004", "Phone at 10.78.0.2:5004"]),
                        "laptop sees Rack and Phone on Bonjour", laptopBrowse.out)
         timeline.check(1, laptopLog.events().contains { $0.event == "connected" && $0.name == "Rack" }, "laptop (pymidi) accepted Rack")
+        // The rack's status page, read from the laptop as its browser would.
+        let page = try laptop.fetch("http://10.78.0.1:8080/")
+        let pageStatus = try laptop.fetch("http://10.78.0.1:8080/status")
+        let pageReply = try? JSONDecoder().decode(StatusPageReply.self, from: Data(pageStatus.body.utf8))
+        timeline.saw("laptop", "GET http://10.78.0.1:8080/: \(page.code) \(page.type), \(page.body.utf8.count) bytes; /status: \(pageStatus.code), "
+                     + "peers \(pageReply?.status.session?.peers.map(\.name).sorted().joined(separator: ", ") ?? "?")")
+        timeline.check(1, rackStatus.http?.listen == "10.78.0.1:8080" && rackStatus.http?.control == false,
+                       "rack's status shows its status page on the LAN, without controls", "\(String(describing: rackStatus.http))")
+        timeline.check(1, page.code == 200 && page.type.hasPrefix("text/html") && pageStatus.code == 200 && pageReply?.control == false
+                           && pageReply?.status.session?.peers.map(\.name).sorted() == ["Laptop", "Phone"],
+                       "the laptop's browser reads the page and its /status: the same peers", "\(page.code) \(page.type) \(pageStatus)")
 
         // ---------------------------------------------------------------------------------------------------------
         timeline.step("3. The keyboard plays (the route: an octave up, half the velocity, channel 2); the phone's fader moves")
@@ -668,8 +700,11 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         try play("80 43 00")
         #expect(try phone.controls("/1/fader1=1.0") == 0)
         let expected = ["note_on 72 50", "note_off 72", "note_on 79 40", "note_off 79"]
+        // What the laptop heard on channel 2, as notes: a repair from the journal (after a packet lost) as the note it gave.
         let describe = { (events: [LaptopEvent]) in
-            events.filter { $0.event.hasPrefix("note") && $0.channel == 1 }.map { "\($0.event) \($0.key ?? -1)" + ($0.event == "note_on" ? " \($0.velocity ?? -1)" : "") }
+            events.filter { ($0.event.hasPrefix("note") || $0.event.hasPrefix("repaired")) && $0.channel == 1 }.map { event in
+                ["note_on", "repaired_on"].contains(event.event) ? "note_on \(event.key ?? -1) \(event.velocity ?? -1)" : "note_off \(event.key ?? -1)"
+            }
         }
         let keyboardAtSynth = { (after: Double) in synth.heard(after: after).map(\.message).filter { $0.channel?.value == 1 }.compactMap(noteWords) }
         _ = laptopLog.wait(after: keysPlayed) { describe($0).count >= 4 }
@@ -719,7 +754,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
 
         // ---------------------------------------------------------------------------------------------------------
         timeline.step("5. The phone is shaken: its activity, the total (CC 7) the rack sends, the drums' level and their sound rise")
-        // arecord captures the drums from before the shaking until five bars after their level rose (stopped by SIGINT,
+        // arecord captures the drums from before the shaking until seven bars after their level rose (stopped by SIGINT,
         // it finishes the WAV file); the shaking goes on until then. How long that takes depends on the VM's speed.
         let capture = dir.appendingPathComponent("drums.wav")
         let calmStatus = try rack.status()
@@ -747,7 +782,8 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                 if jam.totalFromMaster { phoneHeard = max(phoneHeard, jam.total) }
             }
         }
-        Thread.sleep(forTimeInterval: max(0, (drumsRose ?? monotonic()) + 10 - monotonic()))
+        let shakenPage = try? JSONDecoder().decode(StatusPageReply.self, from: Data(try laptop.fetch("http://10.78.0.1:8080/status").body.utf8))
+        Thread.sleep(forTimeInterval: max(0, (drumsRose ?? monotonic()) + 14 - monotonic()))
         let shakenUntil = monotonic()
         func totals(after: Double) -> [LaptopEvent] { laptopLog.events(after: after).filter { $0.event == "cc" && $0.controller == 7 && $0.channel == 0 } }
         recording.signal(SIGINT)
@@ -765,6 +801,10 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         timeline.check(4, phoneLevel > 0, "the phone's activity rose (its level up to \(phoneLevel))")
         timeline.check(4, rackHeardPhone > 0 && rackTotal > 0, "the rack (master) counted it in its total (up to \(rackTotal))")
         timeline.check(4, phoneHeard > 0, "the phone heard the master's total rise (up to \(phoneHeard))")
+        timeline.saw("laptop", "GET http://10.78.0.1:8080/status (while shaken): total \(shakenPage?.status.jam?.total ?? -1), "
+                     + "Phone \(shakenPage?.status.jam?.players.first { $0.name == "Phone" }?.level ?? -1), drums' level \(shakenPage?.status.drums?.level ?? -1)")
+        timeline.check(4, (shakenPage?.status.jam?.total ?? 0) > 0 && (shakenPage?.status.drums?.level ?? 0) > calmStatus?.drums?.level ?? 0,
+                       "the status page shows the total and the drums up", "\(String(describing: shakenPage?.status.jam))")
         let heardTotals = totals(after: 0)
         let calmTotal = heardTotals.filter { $0.t < shakeStarted }.last?.value ?? 0
         let shakenTotal = heardTotals.filter { $0.t >= shakeStarted }.compactMap(\.value).max() ?? 0
@@ -790,14 +830,14 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         let beforeReload = try #require(try rack.status()), phoneBeforeReload = try #require(try phone.status())
         let held = monotonic()
         try play("90 40 64") // E4, held through the reload: 76 went out
-        let heldAtLaptop = laptopLog.wait(after: held) { $0.contains { $0.event == "note_on" && $0.key == 76 } }
+        let heldAtLaptop = laptopLog.wait(after: held) { describe($0).contains("note_on 76 50") }
         try FileManager.default.removeItem(at: routes)
         try FileManager.default.copyItem(at: scenarioFiles.appendingPathComponent("rack-reloaded.yaml"), to: routes)
         let reloading = monotonic()
         let reloaded = try rack.jambridge("reload")
         timeline.saw("rack", "$ jambridge reload: exit status \(reloaded.status): \(reloaded.out.trimmingCharacters(in: .newlines))")
         Thread.sleep(forTimeInterval: 2)
-        let cutEarly = laptopLog.events(after: reloading).contains { $0.event == "note_off" && $0.key == 76 }
+        let cutEarly = describe(laptopLog.events(after: reloading)).contains("note_off 76")
             || synth.heard(after: reloading).contains { $0.message.isNoteOff && noteNumber($0.message) == 76 }
         let released = monotonic()
         try play("80 40 00 90 40 64")
@@ -805,13 +845,15 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         try play("80 40 00")
         let afterRelease = { describe(laptopLog.events(after: released)) }
         _ = laptopLog.wait(after: released) { _ in afterRelease().count >= 3 }
+        _ = synth.wait(after: released) { _ in keyboardAtSynth(released).count >= 3 }
         let afterReload = try #require(try rack.status()), phoneAfterReload = try #require(try phone.status())
         showWhatEachHostSaw()
         timeline.check(6, reloaded.status == 0 && reloaded.out.contains("reloaded"), "the reload was accepted", reloaded.out)
         timeline.check(6, heldAtLaptop && !cutEarly, "the note held through the reload sounded on: no note-off before the key was released",
                        "\(describe(laptopLog.events(after: held)))")
-        timeline.check(6, afterRelease() == ["note_off 76", "note_on 71 50", "note_off 71"],
-                       "its release went where its note-on went (76); the next note took the new route (71)", "\(afterRelease())")
+        timeline.check(6, afterRelease() == ["note_off 76", "note_on 71 50", "note_off 71"] && keyboardAtSynth(released) == afterRelease(),
+                       "its release went where its note-on went (76), at the laptop and the phone's synth; the next note took the new route (71)",
+                       "laptop \(afterRelease()), synth \(keyboardAtSynth(released))")
         timeline.check(6, afterReload.pid == rackPID && afterReload.session?.ssrc == beforeReload.session?.ssrc
                            && afterReload.session?.peers.map(\.ssrc).sorted() == beforeReload.session?.peers.map(\.ssrc).sorted()
                            && phoneAfterReload.session?.peers.map(\.ssrc) == phoneBeforeReload.session?.peers.map(\.ssrc),
@@ -877,8 +919,8 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         }
         timeline.saw("rack", "session counters: \(losses(rackCounters))")
         timeline.saw("phone", "session counters: \(losses(phoneCounters))")
-        timeline.saw("laptop", "\(laptopLog.events().filter { $0.event == "note_on" }.count) note-ons heard, "
-                     + "\(laptopLog.events().filter { $0.event == "repaired" }.count) note-offs repaired from journals")
+        timeline.saw("laptop", "\(laptopLog.events().filter { $0.event == "note_on" }.count) note-ons heard; from the journals after lost packets "
+                     + "\(laptopLog.events().filter { $0.event == "repaired" }.count) note-offs and \(laptopLog.events().filter { $0.event == "repaired_on" }.count) note-ons")
         timeline.check(5, stopped.status == 0, "the rack stopped the rhythm", stopped.out)
         timeline.check(5, laptopLeft.isEmpty, "nothing left on at the laptop", "\(laptopLeft)")
         timeline.check(5, synthLeft.isEmpty, "nothing left on at the phone's synth", "\(synthLeft)")

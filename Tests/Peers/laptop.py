@@ -4,7 +4,9 @@ with "t", the time on CLOCK_MONOTONIC in seconds (the clock of the daemons' logs
   {"event": "listening", "pid": ...} / {"event": "connected" | "disconnected", "name": ...} /
   {"event": "note_on" | "note_off", "channel": c (0-15), "key": k, "velocity": v, "seq": RTP sequence number} /
   {"event": "cc", "channel": c, "controller": n, "value": v, "seq": ...} /
-  {"event": "repaired", "channel": c, "key": k, "lost": packets lost before this one} /
+  {"event": "repaired", "channel": c, "key": k, "lost": packets lost before this one} (a note-off the journal gave) /
+  {"event": "repaired_on", "channel": c, "key": k, "velocity": v, "lost": ...} (a note-on the journal gave) /
+  {"event": "late", "seq": ...} (a packet behind one already taken: dropped, the journal repaired what it held) /
   {"event": "held", "notes": [[channel, key], ...]} (at the end: what is still on here) /
   {"event": "error", "error": ..., "datagram": hex} (this script failed to read a datagram: a bug here)
 Usage: python3 laptop.py PORT SECONDS (or until SIGTERM/SIGINT; "held" is printed either way)
@@ -12,9 +14,10 @@ Usage: python3 laptop.py PORT SECONDS (or until SIGTERM/SIGINT; "held" is printe
 pymidi decodes the commands (it reads note on/off, poly pressure and CC; anything else in a packet ends its
 decoding of that packet) and keeps no recovery journal. A receiver that is to keep no note on through packet loss
 must read the journal, as macOS and rtpmidid do: when the RTP sequence numbers show packets lost, this script reads
-chapter N (RFC 6295, A.6) of the next packet's journal from the datagram and releases each note it holds whose
-OFFBITS say it is off. The chapter's bytes are found by RFC 6295's layout (pymidi's own journal parser stops at the
-first channel); nothing of jambridge's is used.
+chapter N (RFC 6295, A.6) of the next packet's journal from the datagram, releases each note it holds whose OFFBITS
+say it is off, and plays each logged note-on it missed that the sender marks as still worth playing (Y); a packet
+that comes after a later one is dropped (what it held was repaired). The chapter's bytes are found by RFC 6295's
+layout (pymidi's own journal parser stops at the first channel); nothing of jambridge's is used.
 """
 import json
 import os
@@ -58,9 +61,10 @@ def channel_journals(datagram):
     return journals
 
 
-def notes_off(toc, chapters):
-    """The notes chapter N's OFFBITS mark as off, from a channel journal's table of contents (P C M W N E T A) and its
-    chapters' bytes."""
+def chapter_n(toc, chapters):
+    """Chapter N of a channel journal, from its table of contents (P C M W N E T A) and its chapters' bytes: the note
+    logs, each (key, velocity, Y: the sender says a lost note-on is still worth playing), and the notes its OFFBITS mark
+    as off. Nothing if the journal has no chapter N."""
     index = 0
     if toc & 0x80:  # P: program change, 3 bytes
         index += 3
@@ -71,11 +75,15 @@ def notes_off(toc, chapters):
     if toc & 0x10:  # W: pitch wheel, 2 bytes
         index += 2
     if not toc & 0x08:  # no N
-        return set()
-    logs, low, high = chapters[index] & 0x7F, chapters[index + 1] >> 4, chapters[index + 1] & 0x0F
-    if logs == 127 and low == 15 and high == 0:
-        logs = 128
-    index += 2 + 2 * logs
+        return [], set()
+    count, low, high = chapters[index] & 0x7F, chapters[index + 1] >> 4, chapters[index + 1] & 0x0F
+    if count == 127 and low == 15 and high == 0:
+        count = 128
+    index += 2
+    logs = []
+    for _ in range(count):
+        logs.append((chapters[index] & 0x7F, chapters[index + 1] & 0x7F, bool(chapters[index + 1] & 0x80)))
+        index += 2
     off = set()
     for octet in range(low, high + 1) if low <= high else []:
         bits = chapters[index]
@@ -83,7 +91,7 @@ def notes_off(toc, chapters):
         for bit in range(8):
             if bits & (0x80 >> bit):
                 off.add(octet * 8 + bit)
-    return off
+    return logs, off
 
 
 class Laptop(server.Server):
@@ -128,12 +136,19 @@ class Events(server.Handler):
         lost = 0 if laptop.expected is None else (seq - laptop.expected) & 0xFFFF
         if lost and lost < 0x8000:
             for channel, toc, chapters in channel_journals(datagram):
-                for key in sorted(notes_off(toc, chapters)):
+                logs, off = chapter_n(toc, chapters)
+                for key in sorted(off):
                     if (channel, key) in laptop.held:
                         laptop.held.discard((channel, key))
                         say(event="repaired", channel=channel, key=key, lost=lost)
-        if lost < 0x8000:
-            laptop.expected = (seq + 1) & 0xFFFF
+                for key, velocity, worth in logs:
+                    if worth and velocity > 0 and key not in off and (channel, key) not in laptop.held:
+                        laptop.held.add((channel, key))
+                        say(event="repaired_on", channel=channel, key=key, velocity=velocity, lost=lost)
+        if lost >= 0x8000:  # behind one already taken: the journal repaired what it held
+            say(event="late", seq=seq)
+            return
+        laptop.expected = (seq + 1) & 0xFFFF
         for command in commands:
             kind = command.command
             if kind in ("note_on", "note_off"):
