@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 #   mandoc                        lints the man pages in the tests
 #   tshark                        decodes captures of our RTP-MIDI traffic (a peer we did not write)
 #   python3-venv                  the virtual environment holding PyPI pymidi (another such peer)
-#   avahi-daemon avahi-utils dbus iproute2   Bonjour between network namespaces (scripts/avahi-lab.sh)
+#   avahi-daemon avahi-utils dbus iproute2   Bonjour between network namespaces (scripts/avahi-lab.sh), and the
+#                                 scenario's LAN with netem delay and loss (scripts/scenario-lab.sh: ip, tc)
 #   libasound2-dev                the ALSA library jambridge links for its sequencer endpoints
 #   liblo-dev                     the OSC library jambridge links for its OSC endpoints
 #   liblo-tools                   oscsend and oscdump: OSC peers nobody here wrote, in the OSC tests
@@ -25,13 +26,14 @@ cd "$(dirname "$0")/.."
 #   hydrogen-drumkits             Debian's 14 Hydrogen kits, which the kit and drum tests load
 #   sox                           makes the kit tests' samples and reads audio back (a tool nobody here wrote)
 #   python3-soundfile             reads jambridge's renders back in the drum tests (a WAV reader nobody here wrote)
+#   python3-numpy                 the scenario's levels of the captured drums (Tests/Peers/wav_levels.py)
 #   make                          make install / make uninstall (the Makefile)
 #   man-db                        man, which the install tests ask where the installed pages are
 #   systemd procps                systemd-analyze verify of the unit in the tests; kill, which its ExecReload runs
 #   chromium                      a real headless browser on the status page (its DevTools protocol, Tests/Peers/browser.py)
 packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev libxml2-dev make)
 [ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils liblo-tools
-                                 hydrogen-drumkits sox python3-soundfile man-db systemd procps chromium)
+                                 hydrogen-drumkits sox python3-soundfile python3-numpy man-db systemd procps chromium)
 # The VM's packages, without their recommendations (qemu's GUI, apparmor, firmware).
 vm_packages=()
 [ "${1:-}" = run ] || vm_packages=(qemu-system-x86 linux-image-amd64 busybox-static)
