@@ -4,6 +4,7 @@ with "t", the time on CLOCK_MONOTONIC in seconds (the clock of the daemons' logs
   {"event": "listening", "pid": ...} / {"event": "connected" | "disconnected", "name": ...} /
   {"event": "note_on" | "note_off", "channel": c (0-15), "key": k, "velocity": v, "seq": RTP sequence number} /
   {"event": "cc", "channel": c, "controller": n, "value": v, "seq": ...} /
+  {"event": "cc", "channel": c, "controller": n, "value": v, "lost": ...} (a controller's value the journal gave) /
   {"event": "repaired", "channel": c, "key": k, "lost": packets lost before this one} (a note-off the journal gave) /
   {"event": "repaired_on", "channel": c, "key": k, "velocity": v, "lost": ...} (a note-on the journal gave) /
   {"event": "late", "seq": ...} (a packet behind one already taken: dropped, the journal repaired what it held) /
@@ -15,9 +16,10 @@ pymidi decodes the commands (it reads note on/off, poly pressure and CC; anythin
 decoding of that packet) and keeps no recovery journal. A receiver that is to keep no note on through packet loss
 must read the journal, as macOS and rtpmidid do: when the RTP sequence numbers show packets lost, this script reads
 chapter N (RFC 6295, A.6) of the next packet's journal from the datagram, releases each note it holds whose OFFBITS
-say it is off, and plays each logged note-on it missed that the sender marks as still worth playing (Y); a packet
-that comes after a later one is dropped (what it held was repaired). The chapter's bytes are found by RFC 6295's
-layout (pymidi's own journal parser stops at the first channel); nothing of jambridge's is used.
+say it is off, and plays each logged note-on it missed that the sender marks as still worth playing (Y); from
+chapter C (A.3) it takes each controller's value that differs from the last it had; a packet that comes after a later
+one is dropped (what it held was repaired). The chapters' bytes are found by RFC 6295's layout (pymidi's own journal
+parser stops at the first channel); nothing of jambridge's is used.
 """
 import json
 import os
@@ -61,21 +63,27 @@ def channel_journals(datagram):
     return journals
 
 
-def chapter_n(toc, chapters):
-    """Chapter N of a channel journal, from its table of contents (P C M W N E T A) and its chapters' bytes: the note
-    logs, each (key, velocity, Y: the sender says a lost note-on is still worth playing), and the notes its OFFBITS mark
-    as off. Nothing if the journal has no chapter N."""
-    index = 0
+def chapter_c_and_n(toc, chapters):
+    """Chapters C and N of a channel journal, from its table of contents (P C M W N E T A) and its chapters' bytes:
+    the controllers' values (number -> value; logs of the toggle and count tools are left out, A = 1), the note logs,
+    each (key, velocity, Y: the sender says a lost note-on is still worth playing), and the notes its OFFBITS mark as
+    off. Empty for a chapter the journal does not have."""
+    index, values = 0, {}
     if toc & 0x80:  # P: program change, 3 bytes
         index += 3
-    if toc & 0x40:  # C: controllers, a header with LEN, then LEN + 1 logs of 2 bytes
-        index += 1 + ((chapters[index] & 0x7F) + 1) * 2
+    if toc & 0x40:  # C: a header with LEN, then LEN + 1 logs of 2 bytes (S|NUMBER, A|VALUE)
+        count = (chapters[index] & 0x7F) + 1
+        for log in range(count):
+            number, value = chapters[index + 1 + 2 * log], chapters[index + 2 + 2 * log]
+            if not value & 0x80:  # A = 0: the value tool
+                values[number & 0x7F] = value
+        index += 1 + count * 2
     if toc & 0x20:  # M: parameters, its LENGTH includes its header
         index += ((chapters[index] & 0x03) << 8) | chapters[index + 1]
     if toc & 0x10:  # W: pitch wheel, 2 bytes
         index += 2
     if not toc & 0x08:  # no N
-        return [], set()
+        return values, [], set()
     count, low, high = chapters[index] & 0x7F, chapters[index + 1] >> 4, chapters[index + 1] & 0x0F
     if count == 127 and low == 15 and high == 0:
         count = 128
@@ -91,13 +99,14 @@ def chapter_n(toc, chapters):
         for bit in range(8):
             if bits & (0x80 >> bit):
                 off.add(octet * 8 + bit)
-    return logs, off
+    return values, logs, off
 
 
 class Laptop(server.Server):
     def __init__(self, port):
         super().__init__([("0.0.0.0", port)])
         self.held = set()  # (channel, key)
+        self.controllers = {}  # (channel, number) -> the last value heard or repaired
         self.expected = None  # the next RTP sequence number
         self.datagram = b""
 
@@ -136,7 +145,11 @@ class Events(server.Handler):
         lost = 0 if laptop.expected is None else (seq - laptop.expected) & 0xFFFF
         if lost and lost < 0x8000:
             for channel, toc, chapters in channel_journals(datagram):
-                logs, off = chapter_n(toc, chapters)
+                values, logs, off = chapter_c_and_n(toc, chapters)
+                for number, value in sorted(values.items()):
+                    if laptop.controllers.get((channel, number)) != value:
+                        laptop.controllers[(channel, number)] = value
+                        say(event="cc", channel=channel, controller=number, value=value, lost=lost)
                 for key in sorted(off):
                     if (channel, key) in laptop.held:
                         laptop.held.discard((channel, key))
@@ -161,6 +174,7 @@ class Events(server.Handler):
                 say(event="note_on" if on else "note_off", channel=command.channel, key=key,
                     velocity=command.params.velocity, seq=seq)
             elif kind == "control_mode_change":
+                laptop.controllers[(command.channel, int(command.params.controller))] = int(command.params.value)
                 say(event="cc", channel=command.channel, controller=command.params.controller,
                     value=command.params.value, seq=seq)
 
