@@ -49,83 +49,11 @@ need_tools() {
 veth_of() { echo "${1}0"; }
 addr_of() { case "$1" in jb-a) echo "$SUBNET_PREFIX.1";; jb-b) echo "$SUBNET_PREFIX.2";; *) die "unknown namespace '$1' (use jb-a or jb-b)";; esac; }
 
-ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
-
-# Pid from a pid file, if that process is alive.
-live_pid() {
-    local f="$1" pid
-    [ -r "$f" ] || return 1
-    pid="$(tr -dc '0-9' <"$f")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
-}
-
-dbus_pid() { live_pid "$BASE/$1/run/dbus/pid"; }
-avahi_pid() { live_pid "$BASE/$1/run/avahi-daemon/pid"; }
+# shellcheck source=scripts/lab-hosts.sh
+. "$(dirname "$0")/lab-hosts.sh"
 
 # Runs "$@" inside namespace $1 with /run replaced by $BASE/$1/run.
-in_ns() {
-    local ns="$1"; shift
-    ns_exists "$ns" || die "namespace $ns does not exist; run: $0 up"
-    [ -d "$BASE/$ns/run" ] || die "no $BASE/$ns/run; run: $0 up"
-    # ip netns exec already unshares the mount namespace; unshare -m again with private propagation so
-    # the bind mount never propagates anywhere else.
-    ip netns exec "$ns" unshare -m --propagation private \
-        env -u DBUS_SYSTEM_BUS_ADDRESS JB_LAB_RUN="$BASE/$ns/run" AVAHI_COMPAT_NOWARN=1 \
-        sh -c 'mount --bind "$JB_LAB_RUN" /run && exec "$@"' in-ns "$@"
-}
-
-write_avahi_conf() {
-    local ns="$1" conf="$BASE/$1/avahi-daemon.conf"
-    cat >"$conf" <<EOF
-# avahi-lab.sh: the avahi of lab namespace $ns. Only the veth, IPv4 only.
-[server]
-host-name=$ns
-domain-name=local
-use-ipv4=yes
-use-ipv6=no
-allow-interfaces=$(veth_of "$ns")
-enable-dbus=yes
-ratelimit-interval-usec=1000000
-ratelimit-burst=1000
-
-[wide-area]
-enable-wide-area=no
-
-[publish]
-publish-hinfo=no
-publish-workstation=no
-publish-addresses=yes
-
-[reflector]
-enable-reflector=no
-
-[rlimits]
-EOF
-}
-
-start_daemons() {
-    local ns="$1" i
-    mkdir -p "$BASE/$ns/run/dbus" "$BASE/$ns/run/avahi-daemon"
-    write_avahi_conf "$ns"
-    if ! dbus_pid "$ns" >/dev/null; then
-        rm -f "$BASE/$ns/run/dbus/pid" "$BASE/$ns/run/dbus/system_bus_socket"
-        # The daemons outlive this script: they must not hold its caller's pipes open.
-        in_ns "$ns" dbus-daemon --system --fork </dev/null >/dev/null 2>&1
-        for i in $(seq 50); do [ -S "$BASE/$ns/run/dbus/system_bus_socket" ] && break; sleep 0.1; done
-        [ -S "$BASE/$ns/run/dbus/system_bus_socket" ] || die "dbus-daemon did not start in $ns"
-    fi
-    if ! avahi_pid "$ns" >/dev/null; then
-        rm -f "$BASE/$ns/run/avahi-daemon/pid"
-        in_ns "$ns" avahi-daemon --no-chroot --no-drop-root -f "$BASE/$ns/avahi-daemon.conf" -D \
-            </dev/null >/dev/null 2>&1 || die "avahi-daemon did not start in $ns (see: journalctl / syslog, or run it with --debug)"
-        # Ready once it answers on the bus.
-        for i in $(seq 100); do
-            in_ns "$ns" avahi-browse -at -p >/dev/null 2>&1 && break
-            sleep 0.1
-        done
-    fi
-    log "$ns: $(addr_of "$ns") on $(veth_of "$ns"), dbus pid $(dbus_pid "$ns" || echo '?'), avahi pid $(avahi_pid "$ns" || echo '?')"
-}
+in_ns() { local ns="$1"; shift; lab_run "$ns" "$ns" "$@"; }
 
 cmd_up() {
     need_root; need_tools
@@ -144,38 +72,26 @@ cmd_up() {
         ip -n "$ns" addr replace "$(addr_of "$ns")/24" dev "$(veth_of "$ns")"
         ip -n "$ns" link set "$(veth_of "$ns")" up multicast on
     done
-    for ns in "${NAMESPACES[@]}"; do start_daemons "$ns"; done
+    for ns in "${NAMESPACES[@]}"; do
+        start_daemons "$ns" "$ns" "$(veth_of "$ns")"
+        log "$ns: $(addr_of "$ns") on $(veth_of "$ns"), dbus pid $(dbus_pid "$ns" || echo '?'), avahi pid $(avahi_pid "$ns" || echo '?')"
+    done
 }
 
 cmd_exec() {
     need_root
     (($# >= 2)) || die "usage: $0 exec NS CMD [ARGS...]"
-    local ns="$1"; shift
-    addr_of "$ns" >/dev/null
-    ns_exists "$ns" || die "namespace $ns does not exist; run: $0 up"
-    [ -d "$BASE/$ns/run" ] || die "no $BASE/$ns/run; run: $0 up"
-    # Note: iproute2's `ip netns exec` forks, so signalling this script's pid stops `ip`, not CMD;
-    # to stop CMD later, have it write its own pid (sh -c 'echo $$ >F; exec CMD'), as selftest does.
-    exec ip netns exec "$ns" unshare -m --propagation private \
-        env -u DBUS_SYSTEM_BUS_ADDRESS JB_LAB_RUN="$BASE/$ns/run" AVAHI_COMPAT_NOWARN=1 \
-        sh -c 'mount --bind "$JB_LAB_RUN" /run && exec "$@"' in-ns "$@"
+    addr_of "$1" >/dev/null
+    lab_command "$1" "$1"
+    shift
+    # To stop CMD later, have it write its own pid (sh -c 'echo $$ >F; exec CMD'), as selftest does.
+    exec "${LAB_COMMAND[@]}" "$@"
 }
 
 cmd_down() {
     need_root
-    local ns pid i
-    for ns in "${NAMESPACES[@]}"; do
-        for pid in $(avahi_pid "$ns") $(dbus_pid "$ns"); do
-            kill "$pid" 2>/dev/null || true
-            for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -9 "$pid" 2>/dev/null || true
-        done
-        # Anything else still running in the namespace (e.g. a forgotten avahi-publish), by its pid.
-        if ns_exists "$ns"; then
-            for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-            ip netns del "$ns"
-        fi
-    done
+    local ns
+    for ns in "${NAMESPACES[@]}"; do stop_host "$ns" "$ns"; done
     rm -rf "$BASE"
     log "down"
 }

@@ -21,8 +21,8 @@
 #
 # Needs root and the Debian packages iproute2 (ip, tc), dbus, avahi-daemon and avahi-utils; the kernel modules veth,
 # bridge and sch_netem (loaded here: in scripts/alsa-vm.sh's VM the kernel cannot load modules by itself).
-# Like scripts/avahi-lab.sh, each host's /run is the directory $JB_SCENARIO_LAB_DIR/HOST/run bind-mounted over /run
-# in a private mount namespace; the daemons keep theirs alive, and `exec` builds the same view again.
+# Each host's /run is the directory $JB_SCENARIO_LAB_DIR/HOST/run bind-mounted over /run (scripts/lab-hosts.sh, shared
+# with scripts/avahi-lab.sh) in a private mount namespace; the daemons keep theirs alive, `exec` builds it again.
 set -euo pipefail
 
 BASE="${JB_SCENARIO_LAB_DIR:-/tmp/jambridge-scenario-lab}"
@@ -49,77 +49,8 @@ ns_of() {
     case "$1" in rack | phone | laptop) echo "jb-$1" ;; *) die "unknown host '$1' (rack, phone or laptop)" ;; esac
 }
 addr_of() { case "$1" in rack) echo 10.78.0.1 ;; phone) echo 10.78.0.2 ;; laptop) echo 10.78.0.3 ;; esac; }
-ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
-
-live_pid() {
-    local f="$1" pid
-    [ -r "$f" ] || return 1
-    pid="$(tr -dc '0-9' <"$f")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
-}
-dbus_pid() { live_pid "$BASE/$1/run/dbus/pid"; }
-avahi_pid() { live_pid "$BASE/$1/run/avahi-daemon/pid"; }
-
-# Runs "$@" on host $1 with /run replaced by the host's own.
-in_host() {
-    local host="$1" ns
-    ns=$(ns_of "$host")
-    shift
-    ns_exists "$ns" || die "host $host does not exist; run: $0 up"
-    [ -d "$BASE/$host/run" ] || die "no $BASE/$host/run; run: $0 up"
-    ip netns exec "$ns" unshare -m --propagation private \
-        env -u DBUS_SYSTEM_BUS_ADDRESS JB_LAB_RUN="$BASE/$host/run" AVAHI_COMPAT_NOWARN=1 \
-        sh -c 'mount --bind "$JB_LAB_RUN" /run && exec "$@"' in-host "$@"
-}
-
-write_avahi_conf() {
-    cat >"$BASE/$1/avahi-daemon.conf" <<EOF
-# scenario-lab.sh: the avahi of host $1. Only its eth0, IPv4 only.
-[server]
-host-name=$1
-domain-name=local
-use-ipv4=yes
-use-ipv6=no
-allow-interfaces=eth0
-enable-dbus=yes
-ratelimit-interval-usec=1000000
-ratelimit-burst=1000
-
-[wide-area]
-enable-wide-area=no
-
-[publish]
-publish-hinfo=no
-publish-workstation=no
-publish-addresses=yes
-
-[reflector]
-enable-reflector=no
-
-[rlimits]
-EOF
-}
-
-start_daemons() {
-    local host="$1" i
-    mkdir -p "$BASE/$host/run/dbus" "$BASE/$host/run/avahi-daemon"
-    write_avahi_conf "$host"
-    if ! dbus_pid "$host" >/dev/null; then
-        rm -f "$BASE/$host/run/dbus/pid" "$BASE/$host/run/dbus/system_bus_socket"
-        in_host "$host" dbus-daemon --system --fork </dev/null >/dev/null 2>&1
-        for i in $(seq 100); do [ -S "$BASE/$host/run/dbus/system_bus_socket" ] && break; sleep 0.1; done
-        [ -S "$BASE/$host/run/dbus/system_bus_socket" ] || die "dbus-daemon did not start on $host"
-    fi
-    if ! avahi_pid "$host" >/dev/null; then
-        rm -f "$BASE/$host/run/avahi-daemon/pid"
-        in_host "$host" avahi-daemon --no-chroot --no-drop-root -f "$BASE/$host/avahi-daemon.conf" -D \
-            </dev/null >/dev/null 2>&1 || die "avahi-daemon did not start on $host"
-        for i in $(seq 300); do
-            in_host "$host" avahi-browse -at -p >/dev/null 2>&1 && break
-            sleep 0.1
-        done
-    fi
-}
+# shellcheck source=scripts/lab-hosts.sh
+. "$(dirname "$0")/lab-hosts.sh"
 
 cmd_up() {
     need_root; need_tools
@@ -149,7 +80,7 @@ cmd_up() {
     done
     # The three hosts' daemons start side by side (each waits for its avahi-daemon to answer).
     local pids=() failed=0 pid
-    for host in "${HOSTS[@]}"; do start_daemons "$host" & pids+=("$!"); done
+    for host in "${HOSTS[@]}"; do start_daemons "$host" "$(ns_of "$host")" eth0 & pids+=("$!"); done
     for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
     ((failed == 0)) || die "the daemons did not start on every host"
     for host in "${HOSTS[@]}"; do
@@ -160,14 +91,12 @@ cmd_up() {
 cmd_exec() {
     need_root
     (($# >= 2)) || die "usage: $0 exec HOST CMD [ARGS...]"
-    local host="$1" ns
-    ns=$(ns_of "$host")
+    local ns
+    ns=$(ns_of "$1")
+    lab_command "$1" "$ns"
     shift
-    ns_exists "$ns" || die "host $host does not exist; run: $0 up"
     # ip netns exec forks: signalling this script's pid does not reach CMD (have CMD say its own pid).
-    exec ip netns exec "$ns" unshare -m --propagation private \
-        env -u DBUS_SYSTEM_BUS_ADDRESS JB_LAB_RUN="$BASE/$host/run" AVAHI_COMPAT_NOWARN=1 \
-        sh -c 'mount --bind "$JB_LAB_RUN" /run && exec "$@"' in-host "$@"
+    exec "${LAB_COMMAND[@]}" "$@"
 }
 
 cmd_cable() {
@@ -194,20 +123,8 @@ cmd_status() {
 
 cmd_down() {
     need_root
-    local host ns pid i
-    for host in "${HOSTS[@]}"; do
-        ns=$(ns_of "$host")
-        for pid in $(avahi_pid "$host") $(dbus_pid "$host"); do
-            kill "$pid" 2>/dev/null || true
-            for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -9 "$pid" 2>/dev/null || true
-        done
-        if ns_exists "$ns"; then
-            # Anything else still running on the host, by its pid.
-            for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-            ip netns del "$ns"
-        fi
-    done
+    local host
+    for host in "${HOSTS[@]}"; do stop_host "$host" "$(ns_of "$host")"; done
     ns_exists "$SWITCH" && ip netns del "$SWITCH"
     rm -rf "$BASE"
     log "down"

@@ -222,12 +222,7 @@ private final class DeviceReader: @unchecked Sendable { // the parser's state is
 
     /// Waits (at most `seconds`) until what it heard after `after` satisfies `holds`; whether it did.
     func wait(after: Double, seconds: Double = 30, until holds: ([Heard]) -> Bool) -> Bool {
-        let deadline = monotonic() + seconds
-        while !holds(heard(after: after)) {
-            guard monotonic() < deadline else { return false }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return true
+        waitUntil(seconds: seconds) { holds(heard(after: after)) }
     }
 }
 
@@ -320,12 +315,7 @@ private final class LaptopLog: @unchecked Sendable { // guarded by `lock`
 
     /// Waits (at most `seconds`) until its events after `after` satisfy `holds`; whether they did.
     func wait(after: Double, seconds: Double = 30, until holds: ([LaptopEvent]) -> Bool) -> Bool {
-        let deadline = monotonic() + seconds
-        while !holds(events(after: after)) {
-            guard monotonic() < deadline else { return false }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return true
+        waitUntil(seconds: seconds) { holds(events(after: after)) }
     }
 
     /// The notes it holds: what pymidi decoded, with the journal's repairs.
