@@ -1,21 +1,11 @@
 import Foundation
 import Testing
 
-/// Runs `arguments` (a program on PATH and its arguments) in the repository's top directory; returns its exit
-/// status and its standard output and error together.
+/// Runs `arguments` (a program on PATH and its arguments); returns its exit status and its standard output and error
+/// together.
 private func command(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    process.currentDirectoryURL = repositoryRoot
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    let result = try run("/usr/bin/env", arguments, environment: environment, mergingErrors: true)
+    return (result.status, result.out)
 }
 
 /// Where the tests install: a PREFIX other than the default, so the unit's paths are seen to follow it.
@@ -23,7 +13,7 @@ private let prefix = "/opt/jambridge"
 
 /// `make install` (with the test's jambridge, not a release build) or `make uninstall` into `stage`.
 private func make(_ target: String, into stage: URL) throws -> (status: Int32, output: String) {
-    try command(["make", "--no-print-directory", target, "PREFIX=\(prefix)", "DESTDIR=\(stage.path)", "BINARY=\(executable.path)"])
+    try command(["make", "--no-print-directory", "-C", repositoryRoot.path, target, "PREFIX=\(prefix)", "DESTDIR=\(stage.path)", "BINARY=\(executable.path)"])
 }
 
 /// Every file and directory under `directory`, as paths relative to it, sorted.

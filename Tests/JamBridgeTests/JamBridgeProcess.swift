@@ -101,24 +101,33 @@ func jambridge(_ arguments: [String], killingAfter seconds: Double? = nil) throw
     try JamBridgeProcess(arguments).finish(killingAfter: seconds)
 }
 
-/// Runs `executable` with `arguments` to completion; returns its status and standard output
-/// (standard error is discarded). posix_spawn and waitpid rather than Foundation's Process,
-/// which was seen to miss the exit of a script that starts daemons (scripts/avahi-lab.sh up).
+/// Runs `executable` with `arguments` to completion, its environment this process's with `environment` laid over
+/// it; returns its status and standard output (with its standard error after `mergingErrors`, which is otherwise
+/// discarded). posix_spawn and waitpid rather than Foundation's Process, which was seen to miss the exit of a script
+/// that starts daemons (scripts/avahi-lab.sh up).
 @discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, out: String) {
+func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+         mergingErrors: Bool = false) throws -> (status: Int32, out: String) {
     var pipeEnds: [Int32] = [0, 0]
     guard pipe(&pipeEnds) == 0 else { throw POSIXError(.EMFILE) }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    if mergingErrors {
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    }
     posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
     posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
+    let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for pointer in envp { free(pointer) } }
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
     close(pipeEnds[1])
     guard spawned == 0 else {
         close(pipeEnds[0])
