@@ -721,7 +721,6 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         Thread.sleep(forTimeInterval: quiet)
         let refused = try rack.jambridge("start")
         timeline.saw("rack", "$ jambridge start: exit status \(refused.status): \(refused.out.trimmingCharacters(in: .newlines))")
-        let phoneStopping = monotonic()
         #expect(try phone.controls("/jambridge/stop") == 0)
         let rackIdle = try rack.waitForStatus { $0.jam?.role == "idle" }
         Thread.sleep(forTimeInterval: 1) // a start right after the master's stop would count as pressed with it
