@@ -33,16 +33,7 @@ public struct JournalLogHandler: LogHandler {
         var merged = metadata.merging(metadataProvider?.get() ?? [:]) { $1 }.merging(event.metadata ?? [:]) { $1 }
         if let error = event.error { merged["error"] = "\(error)" }
         let suffix = merged.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
-        var text = Self.lines("\(event.message)\(suffix)", level: event.level)
-        // The whole message in one write where the stream takes it, so other threads' lines do not land inside it.
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        FileHandleOutput.standardError(Self.lines("\(event.message)\(suffix)", level: event.level))
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

@@ -2,15 +2,16 @@
 import Glibc
 #endif
 
-/// Unbuffered writes to the standard streams.
-enum FileHandleOutput {
+/// Unbuffered writes to the standard streams, each text in as few writes as the stream takes (one, mostly), so other
+/// threads' lines do not land inside it.
+public enum FileHandleOutput {
     /// Writes `text` to standard error.
-    static func standardError(_ text: String) {
+    public static func standardError(_ text: String) {
         write(text, to: 2)
     }
 
     /// Writes `text` to standard output (a `status --watch` frame at once, whatever buffers `print`).
-    static func standardOutput(_ text: String) {
+    public static func standardOutput(_ text: String) {
         write(text, to: 1)
     }
 
