@@ -82,7 +82,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             self.assembly = assembly
             let failures = assembly.apply(configuration, starting: true).failures
             guard failures.isEmpty else { return failures }
-            let running = "running: \(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route")) from \(options.files.joined(separator: ", "))"
+            let running = "running: \(summary(of: configuration)) from \(options.files.joined(separator: ", "))"
             logger.info("jambridge \(running)")
             armSignals()
             openControlSocket()
@@ -187,6 +187,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         case stopping
     }
 
+    /// `5 endpoints, 3 routes`.
+    private func summary(of configuration: RouteConfiguration) -> String {
+        "\(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route"))"
+    }
+
     private func reloadOnControlQueue() -> ReloadResult {
         guard let assembly else { return .stopping }
         serviceManager.notify("RELOADING=1", ServiceNotifier.monotonicMicroseconds())
@@ -199,7 +204,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             return .refused(error)
         }
         let outcome = assembly.apply(configuration, starting: false)
-        let summary = "\(counted(configuration.endpoints.count, "endpoint")), \(counted(configuration.routes.count, "route"))"
+        let summary = summary(of: configuration)
         let reloaded = "reloaded: \(summary) (\(outcome.started.count) started, \(outcome.stopped.count) stopped)"
         logger.info("\(reloaded)")
         serviceManager.notify("READY=1", "STATUS=\(reloaded)")
