@@ -388,9 +388,7 @@ public struct ControlReply: Codable, Equatable, Sendable {
 
     /// The reply as a line of JSON (without the newline).
     var line: [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(self)) ?? Data(#"{"ok":false,"message":"the reply could not be encoded"}"#.utf8))
+        Array((try? JSONEncoder.status().encode(self)) ?? Data(#"{"ok":false,"message":"the reply could not be encoded"}"#.utf8))
     }
 }
 

@@ -206,6 +206,16 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     }
 }
 
+extension JSONEncoder {
+    /// How the status is written as JSON everywhere (the control socket's replies, `jambridge status --json`, the
+    /// status page): keys sorted, slashes left as they are; `pretty` for people.
+    public static func status(pretty: Bool = false) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
 extension DaemonStatus {
     /// What `jambridge status` prints: a line per part (the session and its peers, the ALSA client and its ports,
     /// each OSC endpoint and its controllers, songs, recordings, the jam, the drums), then what went through each

@@ -167,9 +167,7 @@ final class StatusStreams: @unchecked Sendable {
     /// The state as JSON, or nil once the daemon stops.
     func state() -> [UInt8]? {
         guard let status = daemon.report() else { return nil }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(StatusPageState(control: control, status: status))).map(Array.init)
+        return (try? JSONEncoder.status().encode(StatusPageState(control: control, status: status))).map(Array.init)
     }
 
     /// Sends every page the status, skipping those whose last events are still unsent.

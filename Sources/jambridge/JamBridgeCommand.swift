@@ -273,9 +273,7 @@ struct Status: ParsableCommand {
     private func text(_ reply: ControlReply, pretty: Bool) -> String {
         guard let status = reply.status else { return reply.message }
         guard json else { return ([reply.message] + status.lines).joined(separator: "\n") }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self)
+        return String(decoding: (try? JSONEncoder.status(pretty: pretty).encode(status)) ?? Data(), as: UTF8.self)
     }
 }
 
