@@ -25,13 +25,6 @@ public protocol RTPMIDISessionDelegate: AnyObject {
     func session(dropped reason: String, from address: NetworkAddress)
     /// An invitation to `target` failed (no answer, or rejected); it will be retried.
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String)
-    /// A CK exchange with `peer` completed; `peer.clock` holds the new round trip and offset.
-    func session(clockSynced peer: PeerInfo)
-}
-
-extension RTPMIDISessionDelegate {
-    /// Clock results are optional news: by default nobody is told.
-    public func session(clockSynced peer: PeerInfo) {}
 }
 
 /// What the session has counted since it started.
@@ -352,7 +345,6 @@ public final class RTPMIDISession {
             return
         }
         peer.recordClockSync(result, now: now)
-        delegate.session(clockSynced: peer.info)
     }
 
     private func receiveRTP(_ bytes: UnsafeRawBufferPointer, from address: NetworkAddress, now: MonotonicInstant) {
