@@ -134,10 +134,14 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
         throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .ENOENT)
     }
     let output = FileHandle(fileDescriptor: pipeEnds[0], closeOnDealloc: true).readDataToEndOfFile()
+    return (waitForExit(pid), String(decoding: output, as: UTF8.self))
+}
+
+/// Waits for the child `pid` to end; its exit status, or 128 + the signal that ended it (as a shell says).
+func waitForExit(_ pid: pid_t) -> Int32 {
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-    return (exitStatus, String(decoding: output, as: UTF8.self))
+    return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
 }
 
 /// True if a UDP socket is bound to `port` on any address, by /proc/net/udp{,6} (probing by binding the port

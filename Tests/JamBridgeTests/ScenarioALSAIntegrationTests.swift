@@ -105,9 +105,7 @@ private final class TimedLines: @unchecked Sendable { // `received`, `partial` a
         }
         let child = pid
         Thread.detachNewThread { [self] in
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            let code = waitForExit(child)
             lock.withLock { exit = code }
         }
     }
