@@ -267,6 +267,11 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         rematchPeers()
     }
 
+    func session(peerReturned peer: PeerInfo) {
+        logger.info("peer '\(peer.name)' is back at \(peer.address): it was only slow, and keeps its place in the session")
+        rematchPeers()
+    }
+
     func session(dropped reason: String, from address: NetworkAddress) {
         // Every drop is counted; the log shows the first ones and then every thousandth.
         droppedLogged += 1

@@ -40,22 +40,67 @@ public struct HeldNotes: Sendable {
     /// sent (it joined after the note-on, or the note-on went to others only), which need not be sent; true,
     /// with what `message` turns on or off recorded, for everything else.
     public mutating func admit(_ message: MIDIMessage) -> Bool {
-        switch message {
-        case .noteOff(let channel, let note, _), .noteOn(let channel, let note, .zero):
-            guard isHeld(channel, note) else { return false }
-        case .controlChange(let channel, let controller, let value) where value.value < 64:
-            if let bit = Self.pedalControllers.firstIndex(of: controller.value),
-               pedals[Int(channel.value)] & (1 << UInt8(bit)) == 0 { return false }
-        default:
-            break
-        }
+        guard releasesHeld(message) ?? true else { return false }
         track(message)
         return true
+    }
+
+    /// For a listener that is away for a moment: true, with the release recorded, if `message` releases a note or
+    /// pedal this listener was sent (to be sent to it when it is back); false for everything else.
+    public mutating func admitRelease(_ message: MIDIMessage) -> Bool {
+        guard releasesHeld(message) == true else { return false }
+        track(message)
+        return true
+    }
+
+    /// Nil if `message` releases no note or pedal; else whether the one it releases is held.
+    private func releasesHeld(_ message: MIDIMessage) -> Bool? {
+        switch message {
+        case .noteOff(let channel, let note, _), .noteOn(let channel, let note, .zero):
+            return isHeld(channel, note)
+        case .controlChange(let channel, let controller, let value) where value.value < 64:
+            guard let bit = Self.pedalControllers.firstIndex(of: controller.value) else { return nil }
+            return pedals[Int(channel.value)] & (1 << UInt8(bit)) != 0
+        default:
+            return nil
+        }
     }
 
     /// Calls `release` with a note-off for every held note and a pedal-up for every held
     /// pedal, then forgets them.
     public mutating func releaseAll(_ release: (MIDIMessage) -> Void) {
+        Self.release(notes: notes, pedals: pedals, release)
+        self = HeldNotes()
+    }
+
+    /// As a set of releases: adds the note or pedal `message` releases, if it releases one (`releaseAll` then gives
+    /// the releases back).
+    public mutating func insertRelease(_ message: MIDIMessage) {
+        switch message {
+        case .noteOff(let channel, let note, _), .noteOn(let channel, let note, .zero):
+            set(channel, note, on: true)
+        case .controlChange(let channel, let controller, let value) where value.value < 64:
+            guard let bit = Self.pedalControllers.firstIndex(of: controller.value) else { return }
+            pedals[Int(channel.value)] |= 1 << UInt8(bit)
+        default:
+            break
+        }
+    }
+
+    /// Adds every note and pedal `other` holds.
+    public mutating func formUnion(_ other: HeldNotes) {
+        for index in notes.indices { notes[index] |= other.notes[index] }
+        for index in pedals.indices { pedals[index] |= other.pedals[index] }
+    }
+
+    /// Calls `release` with a note-off or pedal-up for every note or pedal `earlier` held that is not held now.
+    public func releases(since earlier: HeldNotes, _ release: (MIDIMessage) -> Void) {
+        Self.release(notes: zip(earlier.notes, notes).map { $0 & ~$1 }, pedals: zip(earlier.pedals, pedals).map { $0 & ~$1 },
+                     release)
+    }
+
+    /// Calls `release` for each note bit set in `notes` and pedal bit set in `pedals`.
+    private static func release(notes: [UInt64], pedals: [UInt8], _ release: (MIDIMessage) -> Void) {
         for channel in 0..<16 {
             for word in 0..<2 {
                 var bits = notes[channel * 2 + word]
@@ -66,12 +111,11 @@ public struct HeldNotes: Sendable {
                                      note: UInt7(masking: UInt8(word * 64 + bit)), velocity: UInt7(masking: 64)))
                 }
             }
-            for (bit, controller) in Self.pedalControllers.enumerated() where pedals[channel] & (1 << UInt8(bit)) != 0 {
+            for (bit, controller) in pedalControllers.enumerated() where pedals[channel] & (1 << UInt8(bit)) != 0 {
                 release(.controlChange(channel: UInt4(masking: UInt8(channel)),
                                        controller: UInt7(masking: controller), value: .zero))
             }
         }
-        self = HeldNotes()
     }
 
     private func isHeld(_ channel: UInt4, _ note: UInt7) -> Bool {

@@ -21,6 +21,8 @@ public protocol RTPMIDISessionDelegate: AnyObject {
     func session(peerJoined peer: PeerInfo)
     /// `peer` left; its held notes have already been released through `received`.
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason)
+    /// `peer`, which fell silent and left a moment ago, sent again: it is back in the session as it was.
+    func session(peerReturned peer: PeerInfo)
     /// A datagram from `address` was dropped for `reason` (it is counted too).
     func session(dropped reason: String, from address: NetworkAddress)
     /// An invitation to `target` failed (no answer, or rejected); it will be retried.
@@ -68,6 +70,8 @@ public struct SessionCounters: Equatable, Sendable {
     public var journalOverflows = 0
     /// Journal-only packets sent because our history was unconfirmed and nothing else went.
     public var guardPackets = 0
+    /// Peers removed for silence that sent again within `returnGrace` and were taken back.
+    public var peersReturned = 0
 }
 
 /// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
@@ -92,6 +96,8 @@ public final class RTPMIDISession {
     /// Invitations accepted on the control port and waiting for the data port, by SSRC.
     private var halfOpen: [UInt32: HalfOpenPeer] = [:]
     private var controlSSRCByDataSSRC: [UInt32: UInt32] = [:]
+    /// Peers removed a moment ago that may come back (see `DepartedPeer`), oldest first; at most `maxPeers`.
+    private var departed: [DepartedPeer] = []
     private var targets: [InvitationTarget] = []
     private var datagram: [UInt8] = []
     /// The time of the last message sent: guard packets are timed from it.
@@ -140,7 +146,7 @@ public final class RTPMIDISession {
         case .bye(let h): bye(h, from: address, now: now)
         case .clockSync(let ck): clockSync(ck, from: address, now: now)
         case .receiverFeedback(let ssrc, let sequence):
-            peer(ssrc)?.sender.confirm(sequence)
+            (peer(ssrc) ?? returned(ssrc, from: address, now: now))?.sender.confirm(sequence)
         case .ignored:
             break
         }
@@ -150,6 +156,12 @@ public final class RTPMIDISession {
         let name = h.name ?? ""
         if let refusal = refusal(of: h, name: name) {
             refuse(h, name: name, from: address, because: refusal)
+            return
+        }
+        // A peer is its SSRC at its address: the same SSRC from another host is someone else (or a forgery).
+        if let known = peers[h.ssrc]?.info ?? halfOpen[h.ssrc]?.info, !known.address.isSameHost(as: address) {
+            counters.ssrcCollisions += 1
+            refuse(h, name: name, from: address, because: "SSRC \(h.ssrc) is '\(known.name)' at \(known.address)")
             return
         }
         // The peer restarted and invites again: start afresh (a new SSRC from its address replaces it too).
@@ -224,6 +236,7 @@ public final class RTPMIDISession {
             peers[waiting.info.ssrc] = peer
             acceptData(h, for: peer, from: address)
             delegate.session(peerJoined: peer.info)
+            takeOver(peer, now: now)
         } else if let peer = peer(h.ssrc), peer.token == h.token, peer.info.address.isSameHost(as: address) {
             acceptData(h, for: peer, from: address) // a repeated IN (our OK was lost) is answered, not announced
         } else {
@@ -242,6 +255,12 @@ public final class RTPMIDISession {
     }
 
     private func accepted(_ h: SessionPacket.Handshake, on port: SessionPort, from address: NetworkAddress, now: MonotonicInstant) {
+        if port == .control, let index = targets.firstIndex(where: { $0.supersededToken == h.token }) {
+            // The peer that came back by itself took our BY after all and accepted the invitation we sent with it:
+            // the invitation goes on, and its new session replaces the old one.
+            targets[index].supersededToken = nil
+            targets[index].state = .inviting(Invitation(address: targets[index].address, token: h.token, nextAttempt: now))
+        }
         guard let index = targets.firstIndex(where: {
             if case .inviting(let invitation) = $0.state { invitation.token == h.token } else { false }
         }), case .inviting(var invitation) = targets[index].state else { return } // late or duplicate OK
@@ -272,6 +291,7 @@ public final class RTPMIDISession {
             controlSSRCByDataSSRC[h.ssrc] = info.ssrc
             targets[index].state = .connected(ssrc: info.ssrc)
             delegate.session(peerJoined: info)
+            takeOver(peer, now: now)
             startClockSync(peer, now: now)
         default:
             break
@@ -300,7 +320,8 @@ public final class RTPMIDISession {
     }
 
     private func clockSync(_ ck: SessionPacket.ClockSync, from address: NetworkAddress, now: MonotonicInstant) {
-        guard let peer = peer(ck.ssrc) else {
+        guard let peer = peer(ck.ssrc) ?? returned(ck.ssrc, from: address, now: now) else {
+            if isDeparted(ck.ssrc, at: address, now: now) { return } // answering late: see `returned`
             if ck.count == 1, let old = peers.values.first(where: { $0.info.weInvited && $0.dataAddress == address }) {
                 // Our CK was answered from the peer's address under another SSRC: it restarted
                 // (pymidi answers CK from anyone). Let the old one go and invite the new one now.
@@ -315,10 +336,12 @@ public final class RTPMIDISession {
         let (ts1, ts2, _) = ck.timestamps
         switch ck.count {
         case 0: // we answer as responder, whichever side invited
-            sendSession(.clockSync(.init(ssrc: ssrc, count: 1, timestamps: (ts1, SessionClock.ticks(now), 0))),
-                        from: .data, to: address)
+            let ts2 = SessionClock.ticks(now)
+            peer.syncSent(ticks: ts2)
+            sendSession(.clockSync(.init(ssrc: ssrc, count: 1, timestamps: (ts1, ts2, 0))), from: .data, to: address)
         case 1: // the answer to our CK 0: finish the exchange
             peer.unansweredSyncs = 0
+            peer.syncAnswered(echoing: ts1)
             if let sent = peer.lastSyncSent {
                 let interval = peer.info.ssrc == followedPeer ? Self.followedSyncInterval
                     : peer.syncsStarted < configuration.quickSyncCount ? configuration.quickSyncInterval
@@ -329,6 +352,7 @@ public final class RTPMIDISession {
             sendSession(.clockSync(.init(ssrc: ssrc, count: 2, timestamps: (ts1, ts2, ts3))), from: .data, to: address)
             record(ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ts3), of: peer, from: address, now: now)
         default: // count 2 is never answered (a peer that did looped forever)
+            peer.syncAnswered(echoing: ts2)
             let result = ClockSyncResult(ts1: ts1, ts2: ts2, ts3: ck.timestamps.2)
             // Stored from our side: our clock minus the initiator's (wrapping, like the clocks:
             // a peer's times are arbitrary 64-bit values and -Int64.min would trap).
@@ -355,7 +379,8 @@ public final class RTPMIDISession {
             drop("\(error)", from: address)
             return
         }
-        guard let peer = peer(header.ssrc) else {
+        guard let peer = peer(header.ssrc) ?? returned(header.ssrc, from: address, now: now) else {
+            if isDeparted(header.ssrc, at: address, now: now) { return } // see `returned`; its journal repairs what it held
             counters.unknownSender += 1
             delegate.session(dropped: "RTP from SSRC \(header.ssrc), which has no session", from: address)
             return
@@ -477,20 +502,41 @@ public final class RTPMIDISession {
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
         lastSendTime = time
         for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
+            peer.releasedSinceSync.insertRelease(message)
             withSender(of: peer) { sender, send in sender.append(message, tick: tick, send) }
+        }
+        for index in departed.indices where accepting(departed[index].peer.info)
+            && departed[index].peer.sent.admitRelease(message) {
+            departed[index].releases.append(message)
         }
     }
 
     /// Sends every queued message now; while a peer's journal is unconfirmed, a journal-only
     /// packet follows if nothing else is sent for a while (see `guardPacketDelay`).
     public func flush() {
-        for peer in peers.values where !peer.sender.isEmpty {
-            withSender(of: peer) { sender, send in sender.flush(send) }
-            if peer.sender.hasUnconfirmedHistory {
-                peer.guardInterval = configuration.guardPacketDelay
-                peer.guardDue = lastSendTime.advanced(byNanoseconds: peer.guardInterval)
+        for peer in peers.values where !peer.sender.isEmpty { flush(peer) }
+    }
+
+    private func flush(_ peer: SessionPeer) {
+        withSender(of: peer) { sender, send in sender.flush(send) }
+        if peer.sender.hasUnconfirmedHistory {
+            peer.guardInterval = configuration.guardPacketDelay
+            peer.guardDue = lastSendTime.advanced(byNanoseconds: peer.guardInterval)
+        }
+    }
+
+    /// Sends `peer` now the releases routed while it was away.
+    private func send(releases: [MIDIMessage], to peer: SessionPeer, now: MonotonicInstant) {
+        guard !releases.isEmpty else { return }
+        let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(now))
+        lastSendTime = now
+        withSender(of: peer) { sender, send in
+            for message in releases {
+                peer.releasedSinceSync.insertRelease(message)
+                sender.append(message, tick: tick, send)
             }
         }
+        flush(peer)
     }
 
     /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows.
@@ -564,6 +610,17 @@ public final class RTPMIDISession {
 
     /// Does what is due at `now`: invitations, clock syncs, receiver feedback, timeouts.
     public func tick(now: MonotonicInstant) {
+        departed.removeAll { now >= $0.until }
+        // A peer heard from that left the invitation sent with our BY unanswered until its next attempt never got
+        // them (or ignores an IN from a peer it holds): it is back as it was.
+        while let index = departed.firstIndex(where: { record in
+            record.heard && targets.contains { target in
+                guard target.address == record.peer.info.address, case .inviting(let invitation) = target.state else { return false }
+                return invitation.phase == .control && now >= invitation.nextAttempt
+            }
+        }) {
+            bringBack(index, now: now)
+        }
         for (key, waiting) in halfOpen where now >= waiting.expires {
             halfOpen[key] = nil
             counters.halfOpenExpired += 1
@@ -636,8 +693,9 @@ public final class RTPMIDISession {
         peer.unansweredSyncs += 1
         peer.lastSyncSent = now
         peer.nextSync = now.advanced(byNanoseconds: configuration.syncProbeInterval)
-        sendSession(.clockSync(.init(ssrc: ssrc, count: 0, timestamps: (SessionClock.ticks(now), 0, 0))),
-                    from: .data, to: peer.dataAddress)
+        let ts1 = SessionClock.ticks(now)
+        peer.syncSent(ticks: ts1)
+        sendSession(.clockSync(.init(ssrc: ssrc, count: 0, timestamps: (ts1, 0, 0))), from: .data, to: peer.dataAddress)
     }
 
     // MARK: Leaving
@@ -658,6 +716,7 @@ public final class RTPMIDISession {
             }
         }
         targets.removeAll()
+        departed.removeAll()
     }
 
     private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
@@ -666,14 +725,91 @@ public final class RTPMIDISession {
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
         peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now, senderTime: nil) }
         peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now, senderTime: nil) }
+        if reason.fellSilent {
+            // It may only be slow (Wi-Fi in power save, a busy host): told, it drops its side and takes our next
+            // invitation, which goes out right after this, instead of refusing it as a duplicate.
+            sendSession(.bye(.init(token: peer.token, ssrc: ssrc, name: nil)), from: .control, to: peer.info.address)
+        }
+        if reason.fellSilent || reason == .reinvited { depart(peer, mayReturn: reason.fellSilent, now: now) }
         for index in targets.indices {
             if case .connected(let ssrc) = targets[index].state, ssrc == peer.info.ssrc {
+                targets[index].supersededToken = nil
                 // Invite it again at once, unless it left on purpose (then after a pause, not to pester it).
                 let delay = reason == .saidGoodbye ? configuration.reinvitationDelay : 0
                 targets[index].state = .waiting(until: now.advanced(byNanoseconds: delay))
             }
         }
         delegate.session(peerLeft: peer.info, reason: reason)
+    }
+
+    /// Keeps `peer`, just removed, for `returnGrace`: it may come back (`mayReturn`: it fell silent) or a new session
+    /// with it may take over what we had left on at it.
+    private func depart(_ peer: SessionPeer, mayReturn: Bool, now: MonotonicInstant) {
+        departed.removeAll { $0.peer.info.ssrc == peer.info.ssrc || now >= $0.until }
+        if departed.count >= configuration.maxPeers { departed.removeFirst() }
+        var record = DepartedPeer(peer: peer, until: now.advanced(byNanoseconds: configuration.returnGrace), mayReturn: mayReturn)
+        if mayReturn { // releases it may not have read before our BY (unless the note is on again)
+            var released = peer.releasedUnconfirmed
+            released.formUnion(peer.releasedSinceSync)
+            peer.sent.releases(since: released) { record.releases.append($0) }
+        }
+        departed.append(record)
+    }
+
+    /// The peer `ssrc` (its control or data SSRC), removed a moment ago for silence, sent from its host: it was only
+    /// slow. Back at once as it was (what it holds is then what its next journal says) unless we are inviting it: it
+    /// may be about to take the BY and the invitation we sent it, so it is back only if it leaves that unanswered
+    /// until the next attempt (`tick`). Nil if it is not back (yet), or is no such peer.
+    private func returned(_ ssrc: UInt32, from address: NetworkAddress, now: MonotonicInstant) -> SessionPeer? {
+        guard let index = departed.firstIndex(where: { $0.mayReturn && $0.isPeer(ssrc, at: address) && now < $0.until }),
+              halfOpen[departed[index].peer.info.ssrc] == nil // it invited us again: a new session is on its way
+        else { return nil }
+        if let target = targets.firstIndex(where: { $0.address == departed[index].peer.info.address }),
+           case .inviting = targets[target].state {
+            departed[index].heard = true
+            return nil
+        }
+        return bringBack(index, now: now)
+    }
+
+    /// True if `ssrc` at `address`'s host is a peer removed a moment ago (whose packets are then no stranger's).
+    private func isDeparted(_ ssrc: UInt32, at address: NetworkAddress, now: MonotonicInstant) -> Bool {
+        departed.contains { $0.isPeer(ssrc, at: address) && now < $0.until }
+    }
+
+    /// Brings back the departed peer at `index`, heard from, as it was.
+    @discardableResult
+    private func bringBack(_ index: Int, now: MonotonicInstant) -> SessionPeer {
+        let record = departed.remove(at: index)
+        let peer = record.peer
+        if let target = targets.firstIndex(where: { $0.address == peer.info.address }) {
+            if case .inviting(let invitation) = targets[target].state { targets[target].supersededToken = invitation.token }
+            targets[target].state = .connected(ssrc: peer.info.ssrc)
+        }
+        peers[peer.info.ssrc] = peer
+        controlSSRCByDataSSRC[peer.dataSSRC] = peer.info.ssrc
+        peer.lastClockSync = now
+        peer.unansweredSyncs = 0
+        peer.lossUnrepaired = true // its notes were released when it left: its journal says which it still holds
+        if peer.info.weInvited {
+            peer.syncsStarted = 0
+            peer.nextSync = now
+        }
+        counters.peersReturned += 1
+        delegate.session(peerReturned: peer.info)
+        send(releases: record.releases, to: peer, now: now)
+        return peer
+    }
+
+    /// A new session with `peer` (its SSRC, at the same host) takes over what we had left on at it in the one that
+    /// ended a moment ago, and is sent the releases routed since.
+    private func takeOver(_ peer: SessionPeer, now: MonotonicInstant) {
+        guard let index = departed.firstIndex(where: {
+            $0.peer.info.ssrc == peer.info.ssrc && $0.peer.info.address.isSameHost(as: peer.info.address) && now < $0.until
+        }) else { return }
+        let record = departed.remove(at: index)
+        peer.sent = record.peer.sent
+        send(releases: record.releases, to: peer, now: now)
     }
 
     // MARK: Helpers

@@ -36,9 +36,14 @@ public struct SessionConfiguration: Sendable {
     public var syncInterval: UInt64 = 2_000_000_000
     /// As initiator: a CK unanswered this long is sent again...
     public var syncProbeInterval: UInt64 = 1_000_000_000
-    /// ...and a peer that left this many CKs in a row unanswered has gone (it crashed or
-    /// rebooted without BY): its notes are released and it is invited again at once.
-    public var unansweredSyncLimit = 3
+    /// ...and a peer that left this many CKs in a row unanswered is removed: 4-6 s of silence (it crashed, its
+    /// host went away, or it stalls). Its notes are released, it is sent BY (a peer that was only slow then
+    /// drops its side) and invited again at once. A rebooted peer is back sooner: a new SSRC from its address
+    /// replaces the old one at once.
+    public var unansweredSyncLimit = 4
+    /// A peer removed for silence that sends CK, RS or RTP from its address under its SSRC within this long is
+    /// back as it was; a new session with it within this long takes over what we had left on at it.
+    public var returnGrace: UInt64 = 30_000_000_000
     /// As initiator: IN is repeated this often at first, then at doubling waits up to
     /// `invitationMaximumInterval`...
     public var invitationInterval: UInt64 = 1_000_000_000

@@ -43,6 +43,29 @@ public enum PeerLeaveReason: Equatable, Sendable, CustomStringConvertible {
         case .closed: "session closed"
         }
     }
+
+    /// True if the peer fell silent (it may only be slow): it is told with BY, and kept for a moment to come back.
+    var fellSilent: Bool { self == .stoppedAnswering || self == .timedOut }
+}
+
+/// A peer removed a moment ago, as it was, while it may come back under the same SSRC at the same host: it fell
+/// silent (a packet from it brings it back) or it is being replaced by a new session with it (which takes over what
+/// we had left on at it).
+struct DepartedPeer {
+    var peer: SessionPeer
+    /// Forgotten from then on.
+    var until: MonotonicInstant
+    /// True if it fell silent: a packet from it brings it back.
+    var mayReturn: Bool
+    /// It sent again while our invitation (sent after our BY) was unanswered: it is back unless it answers that.
+    var heard = false
+    /// Releases of what we had left on at it, routed while it was away: sent when it is back.
+    var releases: [MIDIMessage] = []
+
+    /// True if this is the peer `ssrc` (its control or data SSRC) at `address`'s host.
+    func isPeer(_ ssrc: UInt32, at address: NetworkAddress) -> Bool {
+        (peer.info.ssrc == ssrc || peer.dataSSRC == ssrc) && peer.info.address.isSameHost(as: address)
+    }
 }
 
 /// An invitation we accepted on the control port whose data-port IN has not come yet: all a
@@ -65,6 +88,14 @@ final class SessionPeer {
     var midi = PeerMIDIState()
     /// What we have left on at the peer: its releases are sent, others' are not.
     var sent = HeldNotes()
+    /// The notes and pedals we released at the peer since our last CK asking for an answer went (CK 0 as
+    /// initiator, CK 1 as responder), and before it since the last one answered. The peer answers on the port our
+    /// MIDI reaches it by, so an answer means it read what we sent before that CK; a peer that falls silent may
+    /// take our BY before the rest (pymidi does), which is sent again when it is back.
+    var releasedSinceSync = HeldNotes()
+    var releasedUnconfirmed = HeldNotes()
+    /// The timestamp of our last CK asking for an answer (its answer echoes it).
+    var syncTicks: UInt64?
     /// Packets were lost and no journal has repaired the loss yet.
     var lossUnrepaired = false
     /// Events waiting for their time, for a peer played by timestamp; nil: played on arrival.
@@ -87,6 +118,18 @@ final class SessionPeer {
     var guardInterval: UInt64 = 0
     /// The peer's clock from the CK exchanges so far.
     private var clockEstimate = ClockOffsetEstimate()
+
+    /// Notes that our CK with timestamp `ticks`, asking for an answer, goes now.
+    func syncSent(ticks: UInt64) {
+        releasedUnconfirmed.formUnion(releasedSinceSync)
+        releasedSinceSync = HeldNotes()
+        syncTicks = ticks
+    }
+
+    /// Notes an answer echoing `ticks`: if it answers our last CK, the peer read everything we sent before it.
+    func syncAnswered(echoing ticks: UInt64) {
+        if ticks == syncTicks { releasedUnconfirmed = HeldNotes() }
+    }
 
     /// Takes a completed CK exchange's `result`: the peer's clock is then read through the estimate of
     /// `ClockOffsetEstimate`, which the network's asymmetry spoils least.
@@ -136,4 +179,7 @@ struct InvitationTarget {
     var address: NetworkAddress
     var label: String
     var state: State
+    /// The token of an invitation called off because the peer came back by itself before answering it: an OK for
+    /// it means the peer took our BY after all, and the invitation goes on.
+    var supersededToken: UInt32?
 }

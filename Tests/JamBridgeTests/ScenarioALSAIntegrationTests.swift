@@ -867,7 +867,10 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         let plugged = monotonic()
         #expect(try run("/bin/bash", [lab, "plug", "phone"]).status == 0)
         timeline.saw("lan", "phone's cable back", at: plugged)
-        let rejoined = rackDaemon.waitForLine(after: plugged, seconds: 60) { $0.contains("peer 'Phone' joined") }
+        // A new session (the phone takes the rack's invitation), or the old one if the phone's packets come first.
+        let rejoined = rackDaemon.waitForLine(after: plugged, seconds: 60) {
+            $0.contains("peer 'Phone' joined") || $0.contains("peer 'Phone' is back")
+        }
         let phoneBack = try phone.waitForStatus { $0.session?.peers.map(\.name) == ["Rack"] }
         let rackBack = try rack.waitForStatus { $0.session?.peers.count == 2 }
         #expect(try phone.controls("/1/push1=0.0") == 0)

@@ -171,6 +171,53 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
                 "\(result.err)")
     }
 
+    /// pymidi stopped (SIGSTOP) while a note it was sent is held, and released meanwhile: 5 s (silent, perhaps not
+    /// yet removed) and 10 s (removed: told with BY, then invited again). Either way it is back in the session and
+    /// hears the release once, and the next note.
+    @Test(arguments: [5.0, 10.0])
+    func aPymidiPeerThatStallsIsBackAndHearsTheReleaseOfWhatWasHeld(pause: Double) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let pymidiPort = freshSessionPort()
+        let script = repositoryRoot.appendingPathComponent("Tests/Peers/pymidi_peer.py").path
+        let laptop = try LineReadingProcess(peersPython, [script, "\(pymidiPort)", "120"])
+        #expect(laptop.waitForLine(containing: "listening"))
+        let file = try writeSetup(in: dir, song: [TimedSong.Entry(offset: 2_000 * ms, message: noteOn(0, 64, 100)),
+                                                  TimedSong.Entry(offset: 4_000 * ms, message: noteOff(0, 64, 0)),
+                                                  TimedSong.Entry(offset: 16_000 * ms, message: noteOn(0, 67, 100)),
+                                                  TimedSong.Entry(offset: 16_500 * ms, message: noteOff(0, 67, 0))],
+                                  routes: """
+            session:
+              name: rack
+              port: \(pymidiPort + 2)
+              advertise: false
+              invite: [ { host: 127.0.0.1, port: \(pymidiPort) } ]
+            endpoints:
+              song: { file: song.mid }
+            routes:
+              - { from: song, to: session }
+            """)
+        let rack = try JamBridgeProcess(["run", "--stop-after", "60", file])
+        #expect(laptop.waitForLine(containing: "\"key\": 64, \"velocity\": 100"), "\(laptop.lines)")
+        kill(laptop.pid, SIGSTOP) // the note is held; its release comes while the laptop is stopped
+        Thread.sleep(forTimeInterval: pause)
+        kill(laptop.pid, SIGCONT)
+        #expect(laptop.waitForLine(containing: "\"key\": 67, \"velocity\": 100"), "\(laptop.lines)")
+        #expect(waitUntil { statusPeers(pid: rack.pid) == ["pymidi"] })
+        rack.interrupt()
+        let result = rack.finish()
+        laptop.kill()
+        #expect(result.status == 0, "\(result.err)")
+        let releases = laptop.lines.filter {
+            $0.contains("\"key\": 64") && ($0.contains("note_off") || $0.contains("\"velocity\": 0"))
+        }
+        #expect(releases.count == 1, "\(laptop.lines)")
+        if pause >= 10 {
+            #expect(result.err.contains("peer 'pymidi' left: stopped answering"), "\(result.err)")
+            #expect(laptop.lines.contains { $0.contains("disconnected") }, "the BY reached it: \(laptop.lines)")
+        }
+    }
+
     @Test func aPeerThatInvitedUsIsReplacedAtOnceWhenItRestartsAndItsHeldNotesAreReleased() throws {
         let dir = try temporaryDirectory()
         let hubPort = freshSessionPort(), playerPort = hubPort + 2

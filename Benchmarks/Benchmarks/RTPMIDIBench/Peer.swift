@@ -63,6 +63,11 @@ final class BenchPeer: RTPMIDISessionDelegate, @unchecked Sendable {
         log("peer \(name): '\(peer.name)' left: \(reason)")
     }
 
+    func session(peerReturned peer: PeerInfo) {
+        joined.insert(peer.name)
+        log("peer \(name): '\(peer.name)' is back")
+    }
+
     func session(dropped reason: String, from address: NetworkAddress) {
         dropped += 1
         if dropped <= 5 { log("peer \(name): dropped a datagram from \(address): \(reason)") }

@@ -171,6 +171,11 @@ final class Host: RTPMIDISessionDelegate {
         leftCount += 1
     }
 
+    func session(peerReturned peer: PeerInfo) {
+        trace("    \(address.host) back \(peer.ssrc) '\(peer.name)'")
+        precondition(joined.insert(peer.ssrc).inserted, "peer \(peer.ssrc) came back while joined")
+    }
+
     func session(dropped reason: String, from address: NetworkAddress) { trace("    \(self.address.host) dropped: \(reason)") }
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) {}
 }

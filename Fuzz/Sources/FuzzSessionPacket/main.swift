@@ -22,9 +22,11 @@
 //       send/flush, or from tick or invite a journal-only guard packet) an RTP packet with our
 //       SSRC, at most maxDatagram bytes, whose payload a receiver per destination decodes without
 //       throwing, and whose journal (if J=1) decodes and re-encodes to the same bytes;
-//     - a datagram is answered by at most one datagram; an IN by exactly one OK or NO to its
+//     - a datagram is answered by at most one session packet; an IN by exactly one OK or NO to its
 //       sender on the same port with its token; NO, BY, RS, RTP, CK 2, malformed and ignored
-//       datagrams by none (a CK 2 is never answered); CK 0 only by CK 1, CK 1 only by CK 2;
+//       datagrams by none (a CK 2 is never answered); CK 0 only by CK 1, CK 1 only by CK 2; RTP
+//       goes out from a datagram or a tick only to a peer that came back then (the releases
+//       routed while it was away);
 //     - peerJoined names a peer not already joined, peerLeft one that is, after all its
 //       notes and pedals were released through `received` (notes as the session tracks them:
 //       CC 120 and 123-127 end a channel's notes, CC 121 lifts its pedals); MIDI arrives only
@@ -98,6 +100,8 @@ final class Checker: RTPMIDISessionDelegate {
     /// Notes (channel << 7 | note) and pedals (channel << 7 | controller) held per peer.
     var held: [UInt32: Set<Int>] = [:]
     var decoders: [NetworkAddress: RTPMIDIReceiver] = [:]
+    /// A peer came back during the current step (it may be sent releases then).
+    var returnedNow = false
 
     func session(send datagram: UnsafeRawBufferPointer, from port: SessionPort, to address: NetworkAddress) {
         trace("  send \(port) -> \(address): \(SessionPacket.isSessionPacket(datagram) ? String(describing: try? SessionPacket(parsing: datagram)) : "RTP \(datagram.count) bytes")")
@@ -121,6 +125,7 @@ final class Checker: RTPMIDISessionDelegate {
         guard let (header, range) = try? RTPHeader.parse(datagram) else { preconditionFailure("sent a malformed RTP header \(Array(datagram))") }
         switch activity {
         case .sending: break
+        case _ where returnedNow: break
         case .ticking: // only a guard packet: no commands, a journal (B=1 header, length 0, J=1)
             precondition(range.count >= 2 && datagram[range.lowerBound] & 0xCF == 0xC0 && datagram[range.lowerBound + 1] == 0,
                          "sent RTP other than a guard packet from tick: \(Array(datagram))")
@@ -183,6 +188,13 @@ final class Checker: RTPMIDISessionDelegate {
         held[peer.ssrc] = nil
     }
 
+    func session(peerReturned peer: PeerInfo) {
+        returnedNow = true
+        trace("  back \(peer.ssrc) '\(peer.name)'")
+        precondition(joined.insert(peer.ssrc).inserted, "peer \(peer.ssrc) came back while joined")
+        precondition(held[peer.ssrc, default: []].isEmpty)
+    }
+
     func session(dropped reason: String, from address: NetworkAddress) { trace("  dropped from \(address): \(reason)") }
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) { trace("  invitation to \(target) failed: \(reason)") }
 }
@@ -212,8 +224,9 @@ func driveSession(_ input: UnsafeRawBufferPointer) {
         trace("\(now.nanoseconds) feed \(bytes.count) bytes on \(port) from \(address): \(packet.map { "\($0)" } ?? "not a session packet")")
         checker.activity = .datagram(packet)
         checker.replies.removeAll()
+        checker.returnedNow = false
         session.receive(bytes, on: port, from: address, now: now)
-        let replies = checker.replies
+        let replies = checker.replies.filter { $0.packet != nil } // RTP only to a peer that came back, checked when sent
         precondition(replies.count <= 1, "one datagram (\(String(describing: packet))) answered by \(replies.count)")
         let reply = replies.first
         switch packet {
@@ -254,6 +267,7 @@ func driveSession(_ input: UnsafeRawBufferPointer) {
     }
 
     func tick() {
+        checker.returnedNow = false
         checker.activity = .ticking
         session.tick(now: now)
         checker.activity = .other
