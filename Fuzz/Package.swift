@@ -31,6 +31,15 @@ let package = Package(
         .executableTarget(name: "FuzzDrumkitXML", dependencies: [
             "FuzzSupport", .product(name: "DrumKits", package: "jambridge"), .product(name: "Drums", package: "jambridge"),
         ]),
+        // The daemon's commands, by OSC and by the control socket (both read in the JamBridge module).
+        .executableTarget(name: "FuzzOSCControl", dependencies: [
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "OSC", package: "jambridge"),
+            .product(name: "Jam", package: "jambridge"), .product(name: "JamBridge", package: "jambridge"),
+        ]),
+        .executableTarget(name: "FuzzControlRequest", dependencies: [
+            "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Jam", package: "jambridge"),
+            .product(name: "JamBridge", package: "jambridge"),
+        ]),
         .executableTarget(name: "FuzzOSCMapping", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RouteFile", package: "jambridge"),
             .product(name: "OSC", package: "jambridge"),

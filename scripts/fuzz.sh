@@ -21,6 +21,8 @@ declare -A corpus=(
     [FuzzOSCPacket]=osc-packet
     [FuzzOSCMapping]=osc-mapping
     [FuzzDrumkitXML]=drumkit-xml
+    [FuzzOSCControl]=osc-control
+    [FuzzControlRequest]=control-request
 )
 # Targets slower per input (two connected sessions each; a stream of messages through several
 # mappers with ticks) run a fifth of the runs.

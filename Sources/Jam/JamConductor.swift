@@ -34,6 +34,11 @@ public enum JamOutput: Equatable, Sendable {
     case changed(LeadershipChange)
     /// A transport message from a source that does not lead was dropped (counted by the election).
     case refused(MIDIMessage, from: ClockSource, master: ClockSource?)
+    /// A transport message came faster than `JamConductor.transportRate` lets one source's through: dropped, counted.
+    case overRate(MIDIMessage, from: ClockSource)
+    /// A transport message was stamped earlier than the network could have taken to bring it: it counts as sent at
+    /// its arrival (counted).
+    case backdated(MIDIMessage, from: ClockSource, seconds: Double)
 }
 
 /// What someone asks of the running daemon (`jambridge start|stop|tempo`, OSC `/jambridge/...`).
@@ -78,7 +83,19 @@ public struct JamConductor: Sendable {
         public var foreignTicks = 0
         /// Ticks made from the follower's timeline that were skipped because the timeline jumped ahead.
         public var skippedTicks = 0
+        /// Transport messages and commands dropped for coming faster than `transportRate` from one source.
+        public var transportOverRate = 0
+        /// Transport messages whose sender time was earlier than their trip allows, taken as sent at arrival.
+        public var backdated = 0
     }
+
+    /// Transport (Start, Stop, Continue, Song Position, and this instance's start, stop and tempo commands) passes at
+    /// most this fast from one source: a musician's presses, not a flood that would change the master, log lines and
+    /// the clock outputs' Start and Stop thousands of times a second.
+    public static let transportRate = (burst: 8, perSecond: 4.0)
+    /// How much earlier than its arrival, beyond the peer's clock-sync round trip, a transport message may say it was
+    /// sent: the election's `simultaneity`, within which starts count as simultaneous anyway.
+    public static let backdatingMargin = ClockElection.simultaneity
 
     /// How early a deadline may be met: messages due within this of `now` go out at `fire`.
     public static let earlyTolerance: UInt64 = 200_000
@@ -92,6 +109,9 @@ public struct JamConductor: Sendable {
     public private(set) var counters = Counters()
     /// The last tick made from the follower's timeline; nil until the first after a start.
     private var regenerated: Int?
+    /// Each source's `transportRate`, while it is not full again (at most `transportSources`).
+    private var transportBuckets: [ClockSource: TokenBucket] = [:]
+    static let transportSources = 64
     /// When the master next looks whether the total changed (every `ActivityAggregator.interval`); nil unless leading.
     private var totalDue: MonotonicInstant?
 
@@ -124,10 +144,12 @@ public struct JamConductor: Sendable {
     }
 
     /// Takes a message arriving from `sender` at `arrival` (`senderTime`: when the sender meant it, on our clock,
-    /// where the transport says). Returns true if the jam took it: clock and transport never go on through routes;
-    /// levels and totals do (routes leave them out unless they ask, see the route file's `control:`).
+    /// where the transport says; `roundTrip`: the nanoseconds a clock-sync exchange with it took, which bound the
+    /// trip). Returns true if the jam took it: clock and transport never go on through routes; levels and totals do
+    /// (routes leave them out unless they ask, see the route file's `control:`).
     public mutating func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
-                                 senderTime: MonotonicInstant? = nil, emit: (JamOutput) -> Void) -> Bool {
+                                 senderTime: MonotonicInstant? = nil, roundTrip: UInt64? = nil,
+                                 emit: (JamOutput) -> Void) -> Bool {
         let source = sender.clockSource
         switch message {
         case .timingClock:
@@ -147,8 +169,19 @@ public struct JamConductor: Sendable {
             fire(now: arrival, emit: emit)
             return true
         case .start, .stop, .continue, .songPosition:
+            guard admitsTransport(from: source, now: arrival) else {
+                emit(.overRate(message, from: source))
+                return true
+            }
             let command = TransportCommand(message)!
-            let verdict = election.receive(command, from: source, senderTime: senderTime ?? arrival, now: arrival)
+            var sent = senderTime ?? arrival
+            if let roundTrip, sent.nanoseconds(since: arrival) < -Double(roundTrip + Self.backdatingMargin) {
+                // Its sender time is its own word: the election believes it only as far as the trip allows.
+                counters.backdated += 1
+                emit(.backdated(message, from: source, seconds: -sent.nanoseconds(since: arrival) / 1e9))
+                sent = arrival
+            }
+            let verdict = election.receive(command, from: source, senderTime: sent, now: arrival)
             guard verdict.accepted else {
                 emit(.refused(message, from: source, master: election.master))
                 return true
@@ -179,6 +212,9 @@ public struct JamConductor: Sendable {
         case .stop: transport = .stop
         case .tempo: transport = .tempo
         }
+        guard admitsTransport(from: instance, now: now) else {
+            return .failure(JamRefusal(reason: "refused: more than \(Int(Self.transportRate.perSecond)) starts, stops and tempos a second"))
+        }
         let verdict = election.receive(transport, from: instance, senderTime: now, now: now)
         guard verdict.accepted else {
             let master = election.master.map { "\($0) leads" } ?? "the clock policy does not let this instance lead"
@@ -206,6 +242,18 @@ public struct JamConductor: Sendable {
     public mutating func peerLeft(ssrc: UInt32, name: String, now: MonotonicInstant, emit: (JamOutput) -> Void) {
         aggregator.remove(.peer(ssrc: ssrc, name: name))
         if let change = election.sourceLeft(.peer(ssrc: ssrc, name: name), now: now) { handle(change, now: now, emit: emit) }
+    }
+
+    /// True, with one taken from its bucket, if `source` is within `transportRate` at `now`; else counted.
+    private mutating func admitsTransport(from source: ClockSource, now: MonotonicInstant) -> Bool {
+        if transportBuckets[source] == nil, transportBuckets.count >= Self.transportSources {
+            transportBuckets = transportBuckets.filter { !$0.value.isFull(at: now) }
+        }
+        var bucket = transportBuckets[source] ?? TokenBucket(burst: Self.transportRate.burst, perSecond: Self.transportRate.perSecond)
+        let admitted = bucket.take(now: now)
+        if transportBuckets.count < Self.transportSources || transportBuckets[source] != nil { transportBuckets[source] = bucket }
+        if !admitted { counters.transportOverRate += 1 }
+        return admitted
     }
 
     /// Hands out what is due by `now`: the generator's ticks, ticks from the follower's timeline, the total; and

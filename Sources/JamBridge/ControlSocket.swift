@@ -315,7 +315,7 @@ public enum ControlRequest: Equatable, Sendable {
     case command(ControlCommand)
 
     /// The request in a line of JSON, or nil if it is none.
-    init?(json: [UInt8]) {
+    public init?(json: [UInt8]) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
               let command = object["command"] as? String else { return nil }
         switch command {

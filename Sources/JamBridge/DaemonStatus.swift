@@ -135,6 +135,11 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         public var players: [Player]
         /// Transport messages and starts refused by the clock election.
         public var refused: Int
+        /// Transport messages and commands refused for coming faster than a few a second from one source.
+        public var overRate = 0
+        /// Transport messages stamped earlier than the network could have taken to bring them, taken as sent when
+        /// they came.
+        public var backdated = 0
     }
 
     /// A player's activity.

@@ -24,6 +24,11 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     /// The drum sequencer (`drums:`), playing along the jam's song.
     private var drums: DrumsPlayer?
     private var refusals = 0
+    /// Changes of clock master logged in the current `changeLogWindow`, and those left out (summed up in one line).
+    private var changeLog = (since: MonotonicInstant(nanoseconds: 0), shown: 0, left: 0)
+    /// At most `changesLogged` changes of master are logged one by one in `changeLogWindow` nanoseconds.
+    private static let changesLogged = 10
+    private static let changeLogWindow: UInt64 = 10_000_000_000
     private var shownTempo: Double?
     private var shownTotal: UInt7?
 
@@ -99,7 +104,10 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     /// Stops the jam: a clock it runs sends Stop; then the timer ends and the session and engine forget it.
     func stop() {
         guard let engine else { return }
-        engine.queue.sync { if conductor?.generator.isRunning == true { _ = jam(.stop) } }
+        engine.queue.sync {
+            if conductor?.generator.isRunning == true { _ = jam(.stop) }
+            summarizeChanges()
+        }
         clock?.stop()
         clock = nil
         drums?.stop()
@@ -166,7 +174,7 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
             totalFromMaster: conductor.aggregator.heardTotal != nil,
             players: conductor.aggregator.levels(at: now).map { DaemonStatus.Player(name: describe($0.player), level: Int($0.level.value)) }
                 .sorted { $0.name < $1.name },
-            refused: refusals)
+            refused: refusals, overRate: conductor.counters.transportOverRate, backdated: conductor.counters.backdated)
     }
 
     /// The engine's tap: clock, transport and levels from local endpoints (peers' come through `take(_:from:...)`).
@@ -178,7 +186,10 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
 
     func take(_ message: MIDIMessage, from peer: PeerInfo, arrival: MonotonicInstant, senderTime: MonotonicInstant?) -> Bool {
         guard conductor != nil else { return false }
-        return receive(message, from: .peer(ssrc: peer.ssrc, name: peer.name), arrival: arrival, senderTime: senderTime)
+        // The clock sync's round trip (100 µs ticks) bounds how long the peer's messages can have been on the way.
+        let roundTrip = peer.clock.map { UInt64(max(0, $0.roundTrip)) * 100_000 }
+        return receive(message, from: .peer(ssrc: peer.ssrc, name: peer.name), arrival: arrival, senderTime: senderTime,
+                       roundTrip: roundTrip)
     }
 
     func peerLeft(_ peer: PeerInfo) {
@@ -188,8 +199,10 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     }
 
     private func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
-                         senderTime: MonotonicInstant?) -> Bool {
-        let taken = drive { $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, emit: $1) }
+                         senderTime: MonotonicInstant?, roundTrip: UInt64? = nil) -> Bool {
+        let taken = drive {
+            $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, roundTrip: roundTrip, emit: $1)
+        }
         wakeIfEarlier()
         return taken
     }
@@ -245,9 +258,19 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
                     engine.deliver(delivery.message, to: output.id, from: "jam", at: delivery.time)
                 }
             case .changed(let change):
-                logger.info("\(change)")
+                log(change)
                 monitor?.note("\(change)", at: MonotonicClock.now())
                 if case .peer(let ssrc, _)? = change.master { session?.followClock(of: ssrc) } else { session?.followClock(of: nil) }
+            case .overRate(let message, let source):
+                let count = conductor!.counters.transportOverRate
+                if isLogged(count) {
+                    logger.warning("jam: refused \(message) from \(source): more than \(Int(JamConductor.transportRate.perSecond)) starts and stops a second from one source (\(counted(count, "message")) refused so far)")
+                }
+            case .backdated(let message, let source, let seconds):
+                let count = conductor!.counters.backdated
+                if isLogged(count) {
+                    logger.warning("jam: \(message) from \(source) said it was sent \((seconds * 10).rounded() / 10) s before it came, longer than the network takes: taken as sent when it came (\(counted(count, "message")) so far)")
+                }
             case .refused(let message, let source, let master):
                 refusals += 1
                 if isLogged(refusals) {
@@ -255,6 +278,28 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
                 }
             }
         }
+    }
+
+    /// Logs a change of clock master; beyond `changesLogged` in a `changeLogWindow`, one line says how many more.
+    private func log(_ change: LeadershipChange) {
+        let now = MonotonicClock.now()
+        if now.nanoseconds - changeLog.since.nanoseconds >= Self.changeLogWindow {
+            summarizeChanges()
+            changeLog = (now, 0, 0)
+        }
+        guard changeLog.shown < Self.changesLogged else {
+            changeLog.left += 1
+            return
+        }
+        changeLog.shown += 1
+        logger.info("\(change)")
+    }
+
+    /// Says how many changes of master went unlogged since the window began, if any.
+    private func summarizeChanges() {
+        guard changeLog.left > 0 else { return }
+        logger.warning("jam: \(counted(changeLog.left, "more change")) of clock master in \(Self.changeLogWindow / 1_000_000_000) s, not logged one by one (a flood of starts and stops?)")
+        changeLog.left = 0
     }
 
     private func isDelivery(_ output: JamOutput) -> Bool {

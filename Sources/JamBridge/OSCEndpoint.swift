@@ -49,7 +49,10 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     private var ticker: DispatchSourceTimer?
     private var isStopped = false
     private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0, controllersRefused: 0,
-                          notAccepted: 0, heldBack: 0)
+                          notAccepted: 0, heldBack: 0, commandsIgnored: 0, commandsOverRate: 0)
+    /// `/jambridge/...` commands pass at most this fast (a start or stop is two log lines and a change for the whole
+    /// session): a few presses a second, not a flood.
+    private var commandRate = TokenBucket(burst: 8, perSecond: 4)
     /// The most controllers fed back to at once: each costs a send per feedback message, and senders' addresses
     /// can be forged.
     static let maximumControllers = 64
@@ -121,7 +124,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// Closes the socket and logs the counts; the engine calls this through `OSCFeedbackSink`.
     func close() {
         socket.close()
-        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back, \(counts.controllersRefused) senders beyond the \(Self.maximumControllers) controllers")
+        logger.info("\(name): \(counts.messages) OSC messages in, \(counts.rejected) rejected, \(counts.unmatched) unmatched, \(counts.undecodable) undecodable datagrams, \(counts.sendFailures) send failures, \(counts.notAccepted) datagrams from senders not accepted, \(counts.heldBack) feedback messages held back, \(counts.controllersRefused) senders beyond the \(Self.maximumControllers) controllers, \(counts.commandsIgnored) jambridge commands ignored (no 'control: true'), \(counts.commandsOverRate) over the rate")
     }
 
     /// Where it listens, the controllers heard within `forget` seconds and the targets; and what it dropped, by why.
@@ -134,7 +137,8 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
             return (DaemonStatus.OSC(listen: "\(socket.address)", controllers: heard, targets: targets.map { "\($0)" }),
                     ["undecodable": counts.undecodable, "notAccepted": counts.notAccepted, "rejected": counts.rejected,
                      "unmatched": counts.unmatched, "controllersRefused": counts.controllersRefused,
-                     "feedbackHeldBack": counts.heldBack, "sendFailures": counts.sendFailures])
+                     "feedbackHeldBack": counts.heldBack, "sendFailures": counts.sendFailures,
+                     "commandsIgnored": counts.commandsIgnored, "commandsOverRate": counts.commandsOverRate])
         }
         return sink?.queue.sync(execute: make) ?? make()
     }
@@ -221,12 +225,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         counts.messages += 1
         monitor?.show(osc: "\(message)", from: "\(sender)", to: name, at: now)
         if message.address.hasPrefix(Self.commandPrefix) {
-            guard let command = ControlCommand(message) else {
-                counts.rejected += 1
-                logger.warning("\(name): \(message.address) is not a jambridge command; they are \(Self.commandPrefix)start, \(Self.commandPrefix)stop, \(Self.commandPrefix)tempo with the beats a minute, \(Self.commandPrefix)drums/style with a style, \(Self.commandPrefix)drums/level with a level (0: follow) and \(Self.commandPrefix)drums/mute with a voice and 1 or 0")
-                return
-            }
-            _ = sink?.perform(command)
+            command(message, from: sender, at: now)
             return
         }
         let seconds = Double(now.nanoseconds) / 1e9
@@ -254,6 +253,33 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
             counts.unmatched += 1
             logger.debug("\(name): no osc: entry takes \(message.address)")
         }
+    }
+
+    /// Carries out a `/jambridge/...` command if the endpoint takes them (`control: true`) and they come no faster
+    /// than `commandRate`; every other is counted, and logged the first times.
+    private func command(_ message: OSCMessage, from sender: NetworkAddress, at now: MonotonicInstant) {
+        guard settings.control else {
+            counts.commandsIgnored += 1
+            if isLogged(counts.commandsIgnored) {
+                logger.warning("\(name): ignored \(message.address) from \(sender): this endpoint takes jambridge commands only with 'control: true' (\(counts.commandsIgnored) ignored so far)")
+            }
+            return
+        }
+        guard commandRate.take(now: now) else {
+            counts.commandsOverRate += 1
+            if isLogged(counts.commandsOverRate) {
+                logger.warning("\(name): refused \(message.address) from \(sender): more than \(Int(commandRate.perSecond)) jambridge commands a second (\(counts.commandsOverRate) refused so far)")
+            }
+            return
+        }
+        guard let command = ControlCommand(message) else {
+            counts.rejected += 1
+            if isLogged(counts.rejected) {
+                logger.warning("\(name): \(message.address) is not a jambridge command; they are \(Self.commandPrefix)start, \(Self.commandPrefix)stop, \(Self.commandPrefix)tempo with the beats a minute, \(Self.commandPrefix)drums/style with a style, \(Self.commandPrefix)drums/level with a whole level (0: follow) and \(Self.commandPrefix)drums/mute with a voice and 1 or 0 (\(counts.rejected) rejected so far)")
+            }
+            return
+        }
+        _ = sink?.perform(command)
     }
 
     /// Sends `message`'s feedback to the targets and to the controllers heard from within `forget` seconds (not
@@ -334,7 +360,7 @@ extension OSCEndpoint {
 
 extension ControlCommand {
     /// The command an OSC message under `/jambridge/` is, or nil.
-    init?(_ message: OSCMessage) {
+    public init?(_ message: OSCMessage) {
         let arguments = message.arguments
         switch message.address.dropFirst(OSCEndpoint.commandPrefix.count) {
         case "start" where arguments.isEmpty: self = .jam(.start)
@@ -346,7 +372,8 @@ extension ControlCommand {
             guard case .string(let style) = arguments[0] else { return nil }
             self = .drums(.style(style))
         case "drums/level" where arguments.count == 1:
-            guard let level = Self.number(arguments[0]).map(Int.init) else { return nil }
+            // A whole number, whatever type it came as; NaN, infinities and numbers beyond Int are no level.
+            guard let level = Self.number(arguments[0]).flatMap({ Int(exactly: $0.rounded()) }) else { return nil }
             self = .drums(.level(level == 0 ? nil : level))
         case "drums/mute" where arguments.count == 2:
             guard case .string(let voice) = arguments[0], let on = Self.number(arguments[1]) else { return nil }

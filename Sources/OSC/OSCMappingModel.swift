@@ -16,6 +16,9 @@ public struct OSCEndpointSettings: Hashable, Sendable {
     /// Seconds a controller may stay silent before it counts as gone (`forget:`); its next message brings it
     /// a full-state resend.
     public var forgetAfter: Double
+    /// True if senders may command the daemon by `/jambridge/...` (start, stop, tempo, drums) (`control:`); off by
+    /// default, since anyone `accept` admits could.
+    public var control: Bool
 
     /// The default `forget:`: a phone that was locked or switched apps for this long is sent everything again.
     public static let defaultForgetAfter = 10.0
@@ -24,13 +27,14 @@ public struct OSCEndpointSettings: Hashable, Sendable {
     /// default this machine and the local networks).
     public init(listenHost: String = "0.0.0.0", listenPort: UInt16, replyPort: UInt16? = nil,
                 targets: [OSCTarget] = [], accept: AddressAcceptance = .local,
-                forgetAfter: Double = OSCEndpointSettings.defaultForgetAfter) {
+                forgetAfter: Double = OSCEndpointSettings.defaultForgetAfter, control: Bool = false) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.replyPort = replyPort
         self.targets = targets
         self.accept = accept
         self.forgetAfter = forgetAfter
+        self.control = control
     }
 }
 

@@ -48,11 +48,12 @@ public struct SessionCounters: Equatable, Sendable {
     /// Invitations we turned down (policy, version, SSRC collision, data IN without control,
     /// a full session).
     public var invitationsRejected = 0
-    /// Of those, the ones turned down because `maxPeers` peers or `halfOpenLimit` invitations
-    /// waiting for their data port were there already.
+    /// Of those, the ones turned down because `maxPeers` peers were there already.
     public var invitationsOverLimit = 0
     /// Invitations forgotten because their data-port IN never came.
     public var halfOpenExpired = 0
+    /// Invitations waiting for their data port forgotten to make room for a newer one (`halfOpenLimit`).
+    public var halfOpenEvicted = 0
     /// Times a peer used our own SSRC.
     public var ssrcCollisions = 0
     /// SysEx messages dropped: longer than the limit, or a segment lost or cancelled.
@@ -153,7 +154,7 @@ public final class RTPMIDISession {
     }
 
     private func controlInvitation(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
-        let name = h.name ?? ""
+        let name = Self.peerName(h)
         if let refusal = refusal(of: h, name: name) {
             refuse(h, name: name, from: address, because: refusal)
             return
@@ -172,10 +173,16 @@ public final class RTPMIDISession {
         }
         halfOpen[h.ssrc] = nil
         for (key, waiting) in halfOpen where waiting.info.address == address { halfOpen[key] = nil }
-        if let limit = overLimit() {
+        if let full = fullSession {
             counters.invitationsOverLimit += 1
-            refuse(h, name: name, from: address, because: limit)
+            refuse(h, name: name, from: address, because: full)
             return
+        }
+        if halfOpen.count >= configuration.halfOpenLimit, let oldest = halfOpen.min(by: { $0.value.expires < $1.value.expires }) {
+            // A flood of forged INs fills every slot; the newest takes the oldest's, so a real peer, whose data-port
+            // IN follows our OK within milliseconds, still completes while the flood goes on.
+            halfOpen[oldest.key] = nil
+            counters.halfOpenEvicted += 1
         }
         let info = PeerInfo(ssrc: h.ssrc, name: name, address: address, weInvited: false, clock: nil)
         halfOpen[h.ssrc] = HalfOpenPeer(info: info, token: h.token,
@@ -186,17 +193,9 @@ public final class RTPMIDISession {
         sendSession(.accepted(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
     }
 
-    /// Why one more peer cannot be taken in, or nil if it can.
-    private func overLimit() -> String? {
-        if halfOpen.count >= configuration.halfOpenLimit {
-            return "\(halfOpen.count) invitations are already waiting for their data port"
-        }
-        return fullSession
-    }
-
-    /// Why the session takes no more peers (`maxPeers` are connected or on their way), or nil.
+    /// Why the session takes no more peers (`maxPeers` are connected), or nil.
     private var fullSession: String? {
-        peers.count + halfOpen.count >= configuration.maxPeers ? "the session is full (max-peers: \(configuration.maxPeers))" : nil
+        peers.count >= configuration.maxPeers ? "the session is full (max-peers: \(configuration.maxPeers))" : nil
     }
 
     /// Answers a control-port invitation NO, counts it and reports why.
@@ -232,6 +231,13 @@ public final class RTPMIDISession {
             ?? halfOpen.values.first { $0.token == h.token && $0.info.address.isSameHost(as: address) }
         if let waiting, waiting.token == h.token, waiting.info.address.isSameHost(as: address) {
             halfOpen[waiting.info.ssrc] = nil
+            if let full = fullSession {
+                counters.invitationsRejected += 1
+                counters.invitationsOverLimit += 1
+                sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .data, to: address)
+                delegate.session(dropped: "invitation from '\(waiting.info.name)' refused: \(full)", from: address)
+                return
+            }
             let peer = makePeer(waiting.info, token: waiting.token, now: now)
             peers[waiting.info.ssrc] = peer
             acceptData(h, for: peer, from: address)
@@ -267,7 +273,7 @@ public final class RTPMIDISession {
         switch (invitation.phase, port) {
         case (.control, .control):
             invitation.peerSSRC = h.ssrc
-            invitation.peerName = h.name ?? ""
+            invitation.peerName = Self.peerName(h)
             invitation.phase = .data
             invitation.attempts = 1
             invitation.nextAttempt = now.advanced(byNanoseconds: configuration.invitationInterval)
@@ -304,7 +310,7 @@ public final class RTPMIDISession {
         }) else { return }
         targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
         delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
-                         reason: "'\(h.name ?? "")' rejected the invitation")
+                         reason: "'\(Self.peerName(h))' rejected the invitation")
     }
 
     private func bye(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
@@ -813,6 +819,17 @@ public final class RTPMIDISession {
     }
 
     // MARK: Helpers
+
+    /// The longest peer name kept, in Unicode scalars (at most 256 bytes): names are self-declared, an IN can carry
+    /// 64 KB of one, and up to `halfOpenLimit` invitations are kept at once.
+    static let peerNameLimit = 64
+
+    /// The name `h` gives (empty if none), cut to `peerNameLimit`.
+    private static func peerName(_ h: SessionPacket.Handshake) -> String {
+        guard let name = h.name else { return "" }
+        return name.unicodeScalars.count <= peerNameLimit ? name
+            : String(String.UnicodeScalarView(name.unicodeScalars.prefix(peerNameLimit)))
+    }
 
     private func makePeer(_ info: PeerInfo, token: UInt32, now: MonotonicInstant) -> SessionPeer {
         let peer = SessionPeer(info: info, token: token, now: now,

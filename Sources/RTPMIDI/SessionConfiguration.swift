@@ -18,12 +18,12 @@ public struct SessionConfiguration: Sendable {
     public var accept: AcceptPolicy
     /// A peer that sends no CK for this long is dropped (responders drop after ~60 s).
     public var peerTimeout: UInt64 = 60_000_000_000
-    /// The most peers connected at once, counting invitations waiting for their data port;
-    /// an invitation beyond is answered NO.
+    /// The most peers connected at once; an invitation beyond is answered NO.
     public var maxPeers = 32
-    /// The most invitations waiting for their data port at once (a control-port IN costs one
-    /// until its data-port IN arrives); an invitation beyond is answered NO.
-    public var halfOpenLimit = 16
+    /// The most invitations waiting for their data port at once (a control-port IN costs one, about 200 bytes,
+    /// until its data-port IN arrives); a new one takes the oldest one's place. Forged INs at 2,000 a second
+    /// leave a real peer 128 ms for its data-port IN.
+    public var halfOpenLimit = 256
     /// An invitation whose data-port IN has not come this long after its control-port OK is
     /// forgotten (peers send both within milliseconds, and repeat IN every second).
     public var halfOpenTimeout: UInt64 = 5_000_000_000

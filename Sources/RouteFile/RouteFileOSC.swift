@@ -91,7 +91,7 @@ extension RouteFileDocument {
     // MARK: - Endpoints
 
     /// The `osc:` value of endpoint `endpoint`: `{ listen: PORT, reply: PORT, host: ADDRESS, send: [...],
-    /// accept: SENDERS, forget: SECONDS }`; nil (reported) on a mistake.
+    /// accept: SENDERS, forget: SECONDS, control: BOOL }`; nil (reported) on a mistake.
     mutating func readOSCEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
         let example = "{ listen: 8000, reply: 9000 }"
         guard let mapping = node.mapping else {
@@ -121,6 +121,8 @@ extension RouteFileDocument {
                 settings.accept = readOSCAcceptance(value, key: keyNode) ?? settings.accept
             case "forget":
                 settings.forgetAfter = readDuration(value, key: "forget", allowsZero: false) ?? settings.forgetAfter
+            case "control":
+                settings.control = readBool(value, key: "control") ?? settings.control
             default:
                 failUnknownKey(keyNode, name, known: RouteFileVocabulary.oscEndpointKeys, in: "an 'osc' endpoint")
                 misspeltListen = misspeltListen

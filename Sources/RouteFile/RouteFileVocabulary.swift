@@ -41,7 +41,7 @@ enum RouteFileVocabulary {
     /// Keys of an `invite:` entry written as a mapping.
     static let invitationKeys = ["host", "port"]
     /// Keys of an `osc:` endpoint.
-    static let oscEndpointKeys = ["listen", "reply", "host", "send", "accept", "forget"]
+    static let oscEndpointKeys = ["listen", "reply", "host", "send", "accept", "forget", "control"]
     /// The words an `osc:` endpoint's `accept:` takes besides addresses and networks.
     static let oscAcceptWords = ["anyone", "none", "local"]
     /// Keys of an OSC control in a route's `osc:` block.

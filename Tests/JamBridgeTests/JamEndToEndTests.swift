@@ -49,7 +49,7 @@ import Testing
             session: { name: jam-b, port: \(portB), advertise: false }
             clock: {}
             endpoints:
-              phone: { osc: { listen: \(phonePort) } }
+              phone: { osc: { listen: \(phonePort), control: true } }
             routes:
               - from: phone
                 to: session

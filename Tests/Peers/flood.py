@@ -1,8 +1,10 @@
 """Forged traffic for jambridge's hardening tests and benchmarks: datagrams from distinct source
 ports, each sent once and never followed up, as a spoofing attacker would send them.
 
-  flood.py applemidi PORT COUNT   AppleMIDI invitations (IN) on the control port PORT, each with
-                                  a random SSRC and token, from a socket of its own
+  flood.py applemidi PORT COUNT [RATE]
+                                  AppleMIDI invitations (IN) on the control port PORT, each with
+                                  a random SSRC and token, from a socket of its own; RATE a second
+                                  if given, else as fast as they go
   flood.py osc PORT COUNT         OSC fader messages (/1/fader1 f 0.5) to PORT, each from a socket
                                   of its own
 
@@ -12,6 +14,7 @@ import random
 import socket
 import struct
 import sys
+import time
 
 
 def invitation():
@@ -26,12 +29,18 @@ def fader():
 
 def main():
     kind, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rate = float(sys.argv[4]) if len(sys.argv) > 4 else None
     make = {"applemidi": invitation, "osc": fader}[kind]
-    for _ in range(count):
+    begin = time.monotonic()
+    for n in range(count):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind(("127.0.0.1", 0))
         s.sendto(make(), ("127.0.0.1", port))
         s.close()
+        if rate is not None:
+            pause = begin + (n + 1) / rate - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
     print("sent %d %s datagrams" % (count, kind), flush=True)
 
 

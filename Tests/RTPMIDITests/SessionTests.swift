@@ -291,7 +291,7 @@ final class VirtualNetwork {
 
     @Test func halfOpenInvitationsAreCappedAndExpireThenARealPeerStillJoins() {
         let net = VirtualNetwork()
-        let b = net.add(2, name: "B", ssrc: 200)
+        let b = net.add(2, name: "B", ssrc: 200) { $0.halfOpenLimit = 16 }
         let raw = net.add(9, name: "spoofer", ssrc: 900)
         // Control-port INs from 40 forged senders, never followed by a data-port IN.
         for n in 0..<40 {
@@ -301,10 +301,9 @@ final class VirtualNetwork {
                               from: NetworkAddress(ipv4: 10, 0, 1, UInt8(n), port: 40_000), now: net.now)
         }
         let answers = b.sentSessionPackets
-        #expect(answers.filter { if case .accepted = $0 { true } else { false } }.count == 16)
-        #expect(answers.filter { if case .rejected = $0 { true } else { false } }.count == 24)
-        #expect(b.session.counters.invitationsOverLimit == 24)
-        #expect(b.dropped.last?.contains("16 invitations are already waiting for their data port") == true)
+        // Each takes a slot; beyond the limit, the oldest one's.
+        #expect(answers.filter { if case .accepted = $0 { true } else { false } }.count == 40)
+        #expect(b.session.counters.halfOpenEvicted == 24)
         _ = raw
         net.run(seconds: 5.1)
         #expect(b.session.counters.halfOpenExpired == 16)
@@ -317,6 +316,32 @@ final class VirtualNetwork {
         a.session.flush()
         net.deliver()
         #expect(b.received.map(\.0) == [noteOn(0, 60)])
+    }
+
+    @Test func aRealPeerJoinsWhileForgedInvitationsFillEveryHalfOpenSlot() {
+        let net = VirtualNetwork()
+        let b = net.add(2, name: "B", ssrc: 200) { $0.halfOpenLimit = 16 }
+        var n: UInt32 = 0
+        func forge(_ count: Int) {
+            for _ in 0..<count {
+                n += 1
+                var bytes: [UInt8] = []
+                SessionPacket.invitation(.init(token: n, ssrc: 10_000 + n, name: "forged")).encode(into: &bytes)
+                b.session.receive(bytes.withUnsafeBytes { $0 }, on: .control,
+                                  from: NetworkAddress(ipv4: 10, 0, 1, UInt8(truncatingIfNeeded: n), port: 40_000), now: net.now)
+            }
+        }
+        forge(16)
+        // The real peer's control IN takes the oldest slot; 15 more forged ones come before its data IN.
+        let a = net.add(1, name: "A", ssrc: 100)
+        net.lose = { bytes, port in
+            if port == .data, bytes.starts(with: [0xFF, 0xFF, 0x49, 0x4E]) { forge(15) }
+            return false
+        }
+        a.session.invite(b.address, label: "b", now: net.now)
+        net.deliver()
+        #expect(b.joined.map(\.name) == ["A"])
+        #expect(a.failedInvitations.isEmpty)
     }
 
     @Test func maxPeersRefusesThePeerBeyondWithNOUntilOneLeaves() {

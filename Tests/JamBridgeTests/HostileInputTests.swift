@@ -1,0 +1,215 @@
+import Foundation
+import JamBridge
+import Testing
+
+/// Issue 29, tried as an attacker on the room's LAN would, on loopback against the real binary: one datagram must
+/// not crash, take over or starve the daemon.
+@Suite(.serialized) struct HostileInputTests {
+    private let peers = repositoryRoot.appendingPathComponent("Tests/Peers")
+
+    /// Runs the Python `script` (with `arguments`) to its end with the peers' Python; its output.
+    @discardableResult
+    private func python(_ script: String, _ arguments: [String] = []) throws -> String {
+        let result = try run(peersPython.path, ["-c", script] + arguments, mergingErrors: true)
+        #expect(result.status == 0, "\(result.out)")
+        return result.out
+    }
+
+    @Test func oneOSCCommandWithNaNInfinityOrAHugeNumberIsRefusedAndCountedAndTheDaemonRunsOn() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let ports = freshOSCPorts(2)
+        let file = dir.appendingPathComponent("routes.yaml")
+        try """
+            endpoints:
+              controls: { osc: { listen: \(ports[0]), control: true } }
+              plain: { osc: { listen: \(ports[1]) } }
+            routes:
+              - { from: controls, to: plain }
+              - { from: plain, to: controls }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntil { (try? daemonStatus(daemon.pid)) != nil })
+        try python("""
+            import sys
+            from pythonosc.udp_client import SimpleUDPClient
+            from pythonosc.osc_message_builder import OscMessageBuilder
+            for port in (int(sys.argv[1]), int(sys.argv[2])):
+                client = SimpleUDPClient("127.0.0.1", port)
+                for value in (float("nan"), float("inf"), 1e30, -1e30):
+                    client.send_message("/jambridge/drums/level", value)  # a float32
+                builder = OscMessageBuilder("/jambridge/drums/level")
+                builder.add_arg(1e300, "d")
+                client.send(builder.build())
+                client.send_message("/jambridge/start", [])
+            """, ["\(ports[0])", "\(ports[1])"])
+        let status = try #require(try waitFor { try daemonStatus(daemon.pid) } until: {
+            ($0.endpoints["controls"]?.dropped["rejected"] ?? 0) >= 5 && ($0.endpoints["plain"]?.dropped["commandsIgnored"] ?? 0) >= 6
+        })
+        #expect(status.endpoints["controls"]?.dropped["rejected"] == 5)
+        #expect(status.endpoints["plain"]?.dropped["commandsIgnored"] == 6)
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("controls: /jambridge/drums/level is not a jambridge command"), "\(result.err)")
+        #expect(result.err.contains("plain: ignored /jambridge/start from 127.0.0.1"), "\(result.err)")
+        #expect(result.err.contains("only with 'control: true'"), "\(result.err)")
+    }
+
+    @Test func aStartBackDatedThirtySecondsCountsAsSentWhenItCameAndTheMasterKeepsLeading() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let file = dir.appendingPathComponent("routes.yaml")
+        try """
+            session: { name: jam-a, port: \(port), bind: 127.0.0.1, advertise: false }
+            clock: {}
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntilBound([port, port + 1]))
+        #expect(waitUntil { (try? daemonStatus(daemon.pid)) != nil })
+        #expect(try jambridge(["start", "--pid", "\(daemon.pid)"], killingAfter: 20).status == 0)
+        let attack = try run(peersPython.path, [peers.appendingPathComponent("hostile.py").path, "backdated", "\(port)", "30"],
+                             mergingErrors: true)
+        #expect(attack.status == 0, "\(attack.out)")
+        let status = try #require(try waitFor { try daemonStatus(daemon.pid) } until: { ($0.jam?.backdated ?? 0) >= 1 })
+        #expect(status.jam?.master == "jam-a" && status.jam?.role == "master", "\(String(describing: status.jam))")
+        #expect(status.jam?.refused == 1)
+        #expect(try jambridge(["tempo", "100", "--pid", "\(daemon.pid)"], killingAfter: 20).status == 0)
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("jam: Start from attacker"), "\(result.err)")
+        #expect(result.err.contains("s before it came, longer than the network takes"), "\(result.err)")
+        #expect(!result.err.contains("won the start"), "\(result.err)")
+    }
+
+    @Test func aTenKilohertzStartStopFloodIsRefusedBeyondAFewASecondWithFewLogLinesAndRelays() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let file = dir.appendingPathComponent("routes.yaml")
+        try """
+            session: { name: jam-a, port: \(port), bind: 127.0.0.1, advertise: false }
+            clock: { to: [drum-machine] }
+            endpoints:
+              drum-machine: { record: clock.mid }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntilBound([port, port + 1]))
+        let attack = try run(peersPython.path, [peers.appendingPathComponent("hostile.py").path, "flood", "\(port)", "10000", "3"],
+                             mergingErrors: true)
+        #expect(attack.status == 0, "\(attack.out)")
+        let sent = try #require(attack.out.split(separator: "\n").last.flatMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["sent"] as? Int
+        }, "\(attack.out)")
+        let status = try #require(try waitFor { try daemonStatus(daemon.pid) } until: {
+            ($0.jam?.overRate ?? 0) + 60 >= ($0.session?.counters["messagesReceived"] ?? Int.max)
+        })
+        let received = status.session?.counters["messagesReceived"] ?? 0
+        let relayed = status.endpoints["drum-machine"]?.out ?? 0
+        // 8 at once, then 4 a second: over 3 s at most about 20 Start and Stop pass; every other is refused.
+        #expect(received > 1000, "sent \(sent), received \(received)")
+        #expect(relayed <= 30, "\(relayed) relayed of \(received)")
+        #expect((status.jam?.overRate ?? 0) >= received - 30)
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.err.split(separator: "\n")
+        #expect(lines.filter { $0.contains("clock master") }.count <= 12, "\(result.err)")
+        #expect(lines.count <= 100, "\(lines.count) log lines for \(received) messages")
+    }
+
+    @Test func aRealPeerJoinsAndPlaysWhileTwoThousandForgedInvitationsASecondKeepComing() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let file = dir.appendingPathComponent("routes.yaml")
+        try """
+            session: { name: hub, port: \(port), bind: 127.0.0.1, advertise: false }
+            endpoints:
+              tape: { record: take.mid }
+            routes:
+              - { from: session, to: tape }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntilBound([port, port + 1]))
+        let flood = try LineReadingProcess(peersPython, [peers.appendingPathComponent("flood.py").path, "applemidi", "\(port)",
+                                                         "16000", "2000"])
+        Thread.sleep(forTimeInterval: 1) // every half-open slot is taken by now
+        let played = try python("""
+            import sys, time
+            sys.path.insert(0, sys.argv[2])
+            from applemidi import Player
+            player = Player(int(sys.argv[1]), "player")
+            print("joined" if player.join() else "refused", flush=True)
+            player.play((0x90, 60, 100))
+            time.sleep(0.1)
+            player.play((0x80, 60, 0))
+            """, ["\(port)", peers.path])
+        #expect(played.contains("joined"), "\(played)")
+        #expect(waitUntil { statusPeers(pid: daemon.pid) == ["player"] })
+        #expect(flood.waitForLine(containing: "sent"))
+        let status = try #require(try daemonStatus(daemon.pid))
+        #expect((status.session?.counters["halfOpenEvicted"] ?? 0) > 1000, "\(String(describing: status.session?.counters))")
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        let notes = try recorded(dir.appendingPathComponent("take.mid")).filter { if case .noteOn = $0 { true } else { false } }
+        #expect(notes.count == 1)
+    }
+
+    @Test func anInvitationWithAConnectedPeersSSRCFromAnotherAddressIsRefusedAndThePeerStays() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let file = dir.appendingPathComponent("routes.yaml")
+        try """
+            session: { name: hub, port: \(port), bind: 127.0.0.1, advertise: false }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntilBound([port, port + 1]))
+        let out = try python("""
+            import socket, struct, sys, time
+            sys.path.insert(0, sys.argv[2])
+            from applemidi import Player, handshake, answer, IN
+            port = int(sys.argv[1])
+            player = Player(port, "player")
+            assert player.join()
+            forger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            forger.bind(("127.0.0.2", 0))
+            forger.sendto(handshake(IN, 12345, player.ssrc, "player"), ("127.0.0.1", port))
+            print(answer(forger), flush=True)
+            time.sleep(1)
+            """, ["\(port)", peers.path])
+        #expect(out.contains("NO"), "\(out)")
+        let status = try #require(try daemonStatus(daemon.pid))
+        #expect(status.session?.peers.count == 1 && status.session?.peers.first?.address.hasPrefix("127.0.0.1:") == true,
+                "\(String(describing: status.session?.peers))")
+        #expect(status.session?.counters["ssrcCollisions"] == 1)
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(!result.err.contains("left: reconnected"), "\(result.err)")
+        #expect(result.err.contains("SSRC"), "the refusal is logged: \(result.err)")
+    }
+}
+
+/// Reads `read` until `condition` holds of its result or 30 s pass; the last result read (nil if none was).
+func waitFor<T>(_ read: () throws -> T?, until condition: (T) -> Bool) rethrows -> T? {
+    var last: T?
+    _ = try waitUntilThrowing {
+        last = try read()
+        return last.map(condition) ?? false
+    }
+    return last
+}
+
+/// `waitUntil` for a condition that may throw.
+private func waitUntilThrowing(seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while try !condition() {
+        guard Date() < deadline else { return false }
+        Thread.sleep(forTimeInterval: 0.1)
+    }
+    return true
+}
