@@ -7,6 +7,19 @@ import Testing
 @Suite(.serialized) struct HostileInputTests {
     private let peers = repositoryRoot.appendingPathComponent("Tests/Peers")
 
+    /// A daemon running `routes` (given its session port) from a folder of its own, once its session listens; the
+    /// folder and the port.
+    private func daemon(_ routes: (UInt16) -> String) throws -> (JamBridgeProcess, dir: URL, port: UInt16) {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let file = dir.appendingPathComponent("routes.yaml")
+        try routes(port).write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        #expect(waitUntilBound([port, port + 1]))
+        return (daemon, dir, port)
+    }
+
     /// Runs the Python `script` (with `arguments`) to its end with the peers' Python; its output.
     @discardableResult
     private func python(_ script: String, _ arguments: [String] = []) throws -> String {
@@ -57,16 +70,10 @@ import Testing
     }
 
     @Test func aStartBackDatedThirtySecondsCountsAsSentWhenItCameAndTheMasterKeepsLeading() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        let dir = try temporaryDirectory()
-        let port = freshSessionPort()
-        let file = dir.appendingPathComponent("routes.yaml")
-        try """
-            session: { name: jam-a, port: \(port), bind: 127.0.0.1, advertise: false }
+        let (daemon, _, port) = try self.daemon { """
+            session: { name: jam-a, port: \($0), bind: 127.0.0.1, advertise: false }
             clock: {}
-            """.write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
-        #expect(waitUntilBound([port, port + 1]))
+            """ }
         #expect(waitUntil { (try? daemonStatus(daemon.pid)) != nil })
         #expect(try jambridge(["start", "--pid", "\(daemon.pid)"], killingAfter: 20).status == 0)
         let attack = try run(peersPython.path, [peers.appendingPathComponent("hostile.py").path, "backdated", "\(port)", "30"],
@@ -85,18 +92,12 @@ import Testing
     }
 
     @Test func aTenKilohertzStartStopFloodIsRefusedBeyondAFewASecondWithFewLogLinesAndRelays() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        let dir = try temporaryDirectory()
-        let port = freshSessionPort()
-        let file = dir.appendingPathComponent("routes.yaml")
-        try """
-            session: { name: jam-a, port: \(port), bind: 127.0.0.1, advertise: false }
+        let (daemon, _, port) = try self.daemon { """
+            session: { name: jam-a, port: \($0), bind: 127.0.0.1, advertise: false }
             clock: { to: [drum-machine] }
             endpoints:
               drum-machine: { record: clock.mid }
-            """.write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
-        #expect(waitUntilBound([port, port + 1]))
+            """ }
         let attack = try run(peersPython.path, [peers.appendingPathComponent("hostile.py").path, "flood", "\(port)", "10000", "3"],
                              mergingErrors: true)
         #expect(attack.status == 0, "\(attack.out)")
@@ -121,19 +122,13 @@ import Testing
     }
 
     @Test func aRealPeerJoinsAndPlaysWhileTwoThousandForgedInvitationsASecondKeepComing() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        let dir = try temporaryDirectory()
-        let port = freshSessionPort()
-        let file = dir.appendingPathComponent("routes.yaml")
-        try """
-            session: { name: hub, port: \(port), bind: 127.0.0.1, advertise: false }
+        let (daemon, dir, port) = try self.daemon { """
+            session: { name: hub, port: \($0), bind: 127.0.0.1, advertise: false }
             endpoints:
               tape: { record: take.mid }
             routes:
               - { from: session, to: tape }
-            """.write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
-        #expect(waitUntilBound([port, port + 1]))
+            """ }
         let flood = try LineReadingProcess(peersPython, [peers.appendingPathComponent("flood.py").path, "applemidi", "\(port)",
                                                          "16000", "2000"])
         Thread.sleep(forTimeInterval: 1) // every half-open slot is taken by now
@@ -160,15 +155,9 @@ import Testing
     }
 
     @Test func anInvitationWithAConnectedPeersSSRCFromAnotherAddressIsRefusedAndThePeerStays() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        let dir = try temporaryDirectory()
-        let port = freshSessionPort()
-        let file = dir.appendingPathComponent("routes.yaml")
-        try """
-            session: { name: hub, port: \(port), bind: 127.0.0.1, advertise: false }
-            """.write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
-        #expect(waitUntilBound([port, port + 1]))
+        let (daemon, _, port) = try self.daemon { """
+            session: { name: hub, port: \($0), bind: 127.0.0.1, advertise: false }
+            """ }
         let out = try python("""
             import socket, struct, sys, time
             sys.path.insert(0, sys.argv[2])
