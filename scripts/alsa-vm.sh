@@ -127,7 +127,7 @@ chmod +x "$WORK/root/init"
 if command -v cpio >/dev/null 2>&1; then cpio=(cpio); else cpio=(busybox cpio); fi
 (cd "$WORK/root" && find . | "${cpio[@]}" -o -H newc 2>/dev/null | gzip -1) >"$WORK/initrd.gz"
 
-append="console=ttyS0 panic=-1"
+append="console=ttyS0 panic=-1 clocksource=tsc tsc=reliable"
 [ -n "${ALSA_VM_CONSOLE:-}" ] || append="$append quiet loglevel=1"
 # The command's output: from ALSA_VM_BEGIN on, without the markers (and the line break that
 # was added before ALSA_VM_EXIT), or everything with ALSA_VM_CONSOLE=1.

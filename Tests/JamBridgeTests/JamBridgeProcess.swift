@@ -1,8 +1,9 @@
 import Foundation
 
-/// The built `jambridge` executable, beside the test bundle.
-let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("jambridge")
+/// The built `jambridge` executable: `JAMBRIDGE_EXECUTABLE` if set (scripts/alsa-tests.sh gives the VM suites the
+/// release build), else the one beside the test bundle.
+let executable = ProcessInfo.processInfo.environment["JAMBRIDGE_EXECUTABLE"].map { URL(fileURLWithPath: $0) }
+    ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jambridge")
 
 /// The repository's top directory.
 let repositoryRoot = URL(fileURLWithPath: #filePath)
