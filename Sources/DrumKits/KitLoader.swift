@@ -1,14 +1,20 @@
 import Drums
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A kit read from disk, ready to play, and what the musician should hear about it.
 public struct LoadedKit: Sendable {
     public var kit: Kit
     /// Voices the kit lacks, instruments no voice plays, parts of the kit left out: one log line each.
     public var warnings: [KitWarning]
+    /// What loading it was counted to take against `KitLoader.maximumBytes`.
+    public var bytes: Int
 
-    public init(kit: Kit, warnings: [KitWarning]) {
+    public init(kit: Kit, warnings: [KitWarning], bytes: Int = 0) {
         self.kit = kit
         self.warnings = warnings
+        self.bytes = bytes
     }
 }
 
@@ -17,6 +23,11 @@ public struct LoadedKit: Sendable {
 public enum KitLoader {
     /// The file that makes a folder a sample kit.
     public static let kitFileName = "kit.yaml"
+    /// The most a kit may take to load, 1 GiB, counted from the sound files' headers before any is decoded: each
+    /// file decoded (every channel as 32-bit floats) and each layer as the kit keeps it (48 kHz stereo 32-bit
+    /// floats, longer when pitched down). Debian's Hydrogen kits take from under 1 MiB to 188 MiB (ForzeeStereo); a
+    /// kit that takes more than this would keep the machine busy for many seconds and fill its memory.
+    public static let maximumBytes = 1 << 30
 
     /// The kit at `path`, each voice playing the instrument `overrides` names for it or the one matched
     /// (`KitDescription.assignVoices`). A folder with a kit.yaml is a sample kit (even if it also has a
@@ -64,16 +75,20 @@ public enum KitLoader {
     }
 
     /// The kit `description` describes (`kit` is its folder, for messages): the samples of the instruments that
-    /// voices play read, converted and baked (`SampleBaking`); the others are not read. What was chosen by name (a
-    /// kit.yaml's voices, `overrides`) must play: a sample that cannot is an error. What was matched may fall back,
-    /// as Hydrogen plays a kit with missing samples: a layer whose sample cannot be played is left out (a warning
-    /// names it), and an instrument left without layers gives its voice to the next instrument that matches.
+    /// voices play read, converted and baked (`SampleBaking`); the others are not read. Their headers are read
+    /// first, and a kit that would take more than `maximumBytes` is refused before any sample is decoded. What was
+    /// chosen by name (a kit.yaml's voices, `overrides`) must play: a sample that cannot is an error. What was
+    /// matched may fall back, as Hydrogen plays a kit with missing samples: a layer whose sample cannot be played is
+    /// left out (a warning names it), and an instrument left without layers gives its voice to the next instrument
+    /// that matches.
     public static func kit(from description: KitDescription, at kit: String,
                            overrides: [DrumVoice: String] = [:]) throws(KitError) -> LoadedKit {
         guard !description.instruments.isEmpty else { throw KitError.empty(kit: kit, reason: "it has no instrument with a sample") }
         // Files several layers play are read once and kept until the kit is made; the others are not kept.
         let layerFiles = description.instruments.flatMap { $0.layers.map(\.file) }
         let sharedFiles = Set(Dictionary(layerFiles.map { ($0, 1) }, uniquingKeysWith: +).filter { $0.value > 1 }.keys)
+        var headers: [String: SoundFile.Header] = [:]
+        var cost = KitCost()
         var audio: [String: SoundFile.Audio] = [:]
         var baked: [Int: [KitLayer]] = [:]
         var broken: Set<Int> = []
@@ -89,8 +104,19 @@ public enum KitLoader {
                     : "no instrument that matched a voice can be played: " + leftOut.map(\.description).joined(separator: "; "))
             }
             let chosen = Set(assignment.instruments.filter { overrides[$0.key] != nil || description.instruments[$0.value].voice != nil }.values)
-            for index in Set(assignment.instruments.values).sorted() where baked[index] == nil {
-                let layers = try self.layers(of: description.instruments[index], in: kit, strictly: chosen.contains(index),
+            let newcomers = Set(assignment.instruments.values).sorted().filter { baked[$0] == nil }
+            // Every header first: nothing is decoded until the kit is known to fit.
+            var playable: [Int: [(KitDescription.Layer, SoundFile.Header)]] = [:]
+            for index in newcomers {
+                let instrument = description.instruments[index]
+                playable[index] = try headed(instrument, in: kit, strictly: chosen.contains(index), headers: &headers, leftOut: &leftOut)
+                for (layer, header) in playable[index]! { cost.count(layer.file, header, pitch: instrument.pitch + layer.pitch) }
+            }
+            guard cost.total <= maximumBytes else {
+                throw KitError.tooLarge(kit: kit, bytes: cost.total, largest: cost.largest.file, largestBytes: cost.largest.bytes)
+            }
+            for index in newcomers {
+                let layers = try self.layers(playable[index]!, of: description.instruments[index], in: kit, strictly: chosen.contains(index),
                                              keeping: sharedFiles, in: &audio, leftOut: &leftOut)
                 if layers.isEmpty { broken.insert(index) } else { baked[index] = layers }
             }
@@ -102,20 +128,41 @@ public enum KitLoader {
             var warnings = leftOut
             if !assignment.missingVoices.isEmpty { warnings.append(.missingVoices(kit: kit, assignment.missingVoices)) }
             if !assignment.unusedInstruments.isEmpty { warnings.append(.unusedInstruments(kit: kit, assignment.unusedInstruments)) }
-            return LoadedKit(kit: Kit(name: description.name, instruments: instruments), warnings: warnings)
+            return LoadedKit(kit: Kit(name: description.name, instruments: instruments), warnings: warnings, bytes: cost.total)
         }
     }
 
-    /// The layers of `instrument`, the sounds of `shared` files kept in `audio` (by path) once read. A sample that
-    /// cannot be played is an error if `strictly`, else its layer is left out and said so in `leftOut`.
-    private static func layers(of instrument: KitDescription.Instrument, in kit: String, strictly: Bool,
-                               keeping shared: Set<String>, in audio: inout [String: SoundFile.Audio],
-                               leftOut: inout [KitWarning]) throws(KitError) -> [KitLayer] {
-        var layers: [KitLayer] = []
+    /// The layers of `instrument` with their files' headers (kept in `headers` by path), those whose header is
+    /// refused left out: an error if `strictly`, else said so in `leftOut`.
+    private static func headed(_ instrument: KitDescription.Instrument, in kit: String,
+                               strictly: Bool, headers: inout [String: SoundFile.Header],
+                               leftOut: inout [KitWarning]) throws(KitError) -> [(KitDescription.Layer, SoundFile.Header)] {
+        var headed: [(KitDescription.Layer, SoundFile.Header)] = []
         for layer in instrument.layers {
             do throws(SoundFileError) {
+                let header: SoundFile.Header
+                if let known = headers[layer.file] { header = known } else { header = try SoundFile.header(path: layer.file) }
+                headers[layer.file] = header
+                headed.append((layer, header))
+            } catch {
+                guard !strictly else { throw KitError.badSample(kit: kit, instrument: instrument.name, file: layer.file, reason: error.reason) }
+                leftOut.append(.sampleLeftOut(kit: kit, instrument: instrument.name, file: layer.file, reason: error.reason))
+            }
+        }
+        return headed
+    }
+
+    /// The layers of `instrument` made from `headed` (layers with their files' headers), the sounds of `shared` files
+    /// kept in `audio` (by path) once read. A sample that cannot be played is an error if `strictly`, else its layer
+    /// is left out and said so in `leftOut`.
+    private static func layers(_ headed: [(KitDescription.Layer, SoundFile.Header)], of instrument: KitDescription.Instrument,
+                               in kit: String, strictly: Bool, keeping shared: Set<String>,
+                               in audio: inout [String: SoundFile.Audio], leftOut: inout [KitWarning]) throws(KitError) -> [KitLayer] {
+        var layers: [KitLayer] = []
+        for (layer, header) in headed {
+            do throws(SoundFileError) {
                 let sound: SoundFile.Audio
-                if let read = audio[layer.file] { sound = read } else { sound = try SoundFile.read(path: layer.file) }
+                if let read = audio[layer.file] { sound = read } else { sound = try SoundFile.read(path: layer.file, expecting: header) }
                 if shared.contains(layer.file) { audio[layer.file] = sound }
                 do {
                     let sample = try SampleBaking.sample(from: sound, gain: instrument.gain * layer.gain, pan: instrument.pan,
@@ -133,6 +180,31 @@ public enum KitLoader {
     }
 }
 
+/// What loading a kit takes, counted from its sound files' headers against `KitLoader.maximumBytes`: each file
+/// decoded once, each layer as baked. Each count is capped just above the limit, so that the sum cannot overflow.
+struct KitCost {
+    /// The bytes counted so far, by file.
+    private var bytes: [String: Int] = [:]
+    /// The files counted decoded.
+    private var decoded: Set<String> = []
+    private(set) var total = 0
+
+    /// Counts a layer playing `file`, of `header`, `pitch` semitones up: the file decoded (once), the layer baked.
+    mutating func count(_ file: String, _ header: SoundFile.Header, pitch: Float) {
+        let capped = Double(KitLoader.maximumBytes + 1)
+        let frames = Double(header.frames) * Double(Kit.sampleRate) / Double(header.rate) / exp2(Double(pitch) / 12)
+        var added = Int(min(capped, (frames * 2).rounded(.up) * Double(MemoryLayout<Float>.size)))
+        if decoded.insert(file).inserted { added += header.decodedBytes }
+        bytes[file, default: 0] += added
+        total += added
+    }
+
+    /// The file that takes the most, and what it takes.
+    var largest: (file: String, bytes: Int) {
+        bytes.max { ($0.value, $1.key) < ($1.value, $0.key) }.map { ($0.key, $0.value) } ?? ("", 0)
+    }
+}
+
 /// Why a kit cannot be played; every case names the kit (its folder or the path given) and the file at fault.
 public enum KitError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `path` is not a kit: it does not exist, or it is neither a Hydrogen kit nor a sample folder.
@@ -146,6 +218,8 @@ public enum KitError: Error, Equatable, Sendable, CustomStringConvertible {
     case empty(kit: String, reason: String)
     /// Overrides (voice: instrument name) naming instruments the kit does not have.
     case unknownInstruments(kit: String, [DrumVoice: String], instruments: [String])
+    /// The samples would take `bytes` to load, more than `KitLoader.maximumBytes`; `largest` takes the most of them.
+    case tooLarge(kit: String, bytes: Int, largest: String, largestBytes: Int)
 
     public var description: String {
         switch self {
@@ -161,6 +235,11 @@ public enum KitError: Error, Equatable, Sendable, CustomStringConvertible {
             "drum kit '\(kit)' has no instrument "
                 + overrides.sorted { $0.key < $1.key }.map { "'\($1)' (for \($0.rawValue))" }.joined(separator: ", ")
                 + "; its instruments are " + instruments.map { "'\($0)'" }.joined(separator: ", ")
+        case .tooLarge(let kit, let bytes, let largest, let largestBytes):
+            "drum kit '\(kit)' is too large: its samples would take \(mebibytes(bytes)) to load (decoded, and kept at 48 kHz "
+                + "stereo), more than the \(mebibytes(KitLoader.maximumBytes)) a kit may take; the largest is '\(largest)' "
+                + "(\(mebibytes(largestBytes))). Play fewer or shorter samples, or convert them to 48 kHz stereo "
+                + "(sox IN.wav -r 48000 -c 2 OUT.wav)"
         }
     }
 }
@@ -190,4 +269,11 @@ public enum KitWarning: Equatable, Sendable, CustomStringConvertible {
             "drum kit '\(kit)', instrument '\(instrument)': sample '\(file)' is left out: \(reason)"
         }
     }
+}
+
+/// `bytes` for a message: whole mebibytes (at least 1), or gibibytes to a tenth from 1 GiB.
+private func mebibytes(_ bytes: Int) -> String {
+    guard bytes >= 1 << 30 else { return "\(max(1, (bytes + (1 << 19)) >> 20)) MiB" }
+    let tenths = (bytes * 10 + (1 << 29)) >> 30
+    return tenths % 10 == 0 ? "\(tenths / 10) GiB" : "\(tenths / 10).\(tenths % 10) GiB"
 }

@@ -7,8 +7,8 @@ import Glibc
 public enum SoundFile {
     /// The longest sound read, 60 s: a cymbal rings for seconds, a longer file is a mistake, not a drum.
     public static let maximumSeconds = 60
-    /// The highest sample rate read, 384 kHz.
-    public static let maximumRate = 384_000
+    /// The highest sample rate read, 192 kHz: drum samples are recorded at 44.1 to 96 kHz, a few at 192 kHz.
+    public static let maximumRate = 192_000
     /// The most channels a sound file read may have (of which the first two are kept).
     public static let maximumChannels = 8
 
@@ -28,10 +28,42 @@ public enum SoundFile {
         }
     }
 
-    /// The sound in the regular file at `path`, refused if it is anything else (a FIFO would make the read wait), if
-    /// libsndfile cannot read it, if it holds no sound, more than `maximumSeconds`, or less than its header says
-    /// (a truncated file, or a header claiming gigabytes).
-    public static func read(path: String) throws(SoundFileError) -> Audio {
+    /// What a sound file's header says, within the limits: read before a frame is decoded, so that what decoding
+    /// will take is known first.
+    public struct Header: Sendable, Equatable {
+        public var channelCount: Int
+        public var rate: Int
+        /// The frames it holds; where the header does not say (`lengthKnown` false), the most it may hold
+        /// (`maximumSeconds`), which is then all that is read.
+        public var frames: Int
+        public var lengthKnown: Bool
+
+        /// The bytes its frames take decoded: every channel of every frame as a 32-bit float.
+        public var decodedBytes: Int { frames * channelCount * MemoryLayout<Float>.size }
+    }
+
+    /// The header of the sound file at `path`, refused as `read` refuses it before decoding: not a regular file (a
+    /// FIFO would make the read wait), not a sound file libsndfile can read, no sound, or more channels, a higher
+    /// rate or a greater length than a drum sample may have.
+    public static func header(path: String) throws(SoundFileError) -> Header {
+        try opened(path) { _, header in header }
+    }
+
+    /// The sound in the regular file at `path`, refused as `header(path:)` refuses it, or if it holds less than its
+    /// header says (a truncated file, or a header claiming gigabytes), or if its header is not `expected` (it
+    /// changed since `expected` was read): at most the header's frames are decoded.
+    public static func read(path: String, expecting expected: Header? = nil) throws(SoundFileError) -> Audio {
+        try opened(path) { file, header throws(SoundFileError) in
+            guard expected == nil || header == expected else {
+                throw SoundFileError(path: path, reason: "it changed while the kit was loading; load the kit again")
+            }
+            return try decode(file, header, path: path)
+        }
+    }
+
+    /// Runs `body` on the sound file at `path`, open for reading, and its header once checked against the limits.
+    private static func opened<Result>(_ path: String,
+                                       _ body: (OpaquePointer, Header) throws(SoundFileError) -> Result) throws(SoundFileError) -> Result {
         let descriptor: Int32
         do {
             descriptor = try KitFileAccess.openRegularFile(path)
@@ -47,19 +79,36 @@ public enum SoundFile {
         let channelCount = Int(info.channels)
         let rate = Int(info.samplerate)
         guard (1...maximumRate).contains(rate) else {
-            throw SoundFileError(path: path, reason: "its sample rate, \(rate) Hz, is not one jambridge plays (1-\(maximumRate) Hz)")
+            throw SoundFileError(path: path, reason: "its sample rate, \(rate) Hz, is not one a drum sample has (1-\(maximumRate) Hz): "
+                                 + "convert it to 48 kHz (sox IN.wav -r 48000 OUT.wav)")
         }
         guard (1...maximumChannels).contains(channelCount) else {
-            throw SoundFileError(path: path, reason: "it has \(channelCount) channels, more than a drum sample's \(maximumChannels)")
+            throw SoundFileError(path: path, reason: "it has \(channelCount) channels, more than a drum sample's \(maximumChannels): "
+                                 + "keep the first two (sox IN.wav OUT.wav remix 1 2)")
         }
         let maximumFrames = rate * maximumSeconds
-        // Read straight into one interleaved buffer, doubled as needed: a header's frame count may lie.
-        var capacity = min(max(Int(clamping: info.frames), 1 << 12), rate * 10)
+        guard info.frames == sf_count_t.max || info.frames <= maximumFrames else {
+            throw SoundFileError(path: path, reason: "it is \(info.frames / Int64(rate)) s long, longer than the \(maximumSeconds) s "
+                                 + "a drum sample may be: shorten it (sox IN.wav OUT.wav trim 0 \(maximumSeconds))")
+        }
+        guard info.frames > 0 else { throw SoundFileError(path: path, reason: "it holds no sound (0 frames)") }
+        let lengthKnown = info.frames != sf_count_t.max
+        return try body(file, Header(channelCount: channelCount, rate: rate, frames: lengthKnown ? Int(info.frames) : maximumFrames,
+                                     lengthKnown: lengthKnown))
+    }
+
+    /// The frames of `file` (at most its `header`'s, which libsndfile never reads past) as `Audio`.
+    private static func decode(_ file: OpaquePointer, _ header: Header, path: String) throws(SoundFileError) -> Audio {
+        let channelCount = header.channelCount
+        // One interleaved buffer of the header's frames; of a length the header does not give, doubled as needed up
+        // to the most a sample may hold, and a longer sound is refused.
+        var capacity = header.lengthKnown ? header.frames : min(header.frames, header.rate * 10)
         var samples = [Float](repeating: 0, count: capacity * channelCount)
         var frames = 0
         while true {
             if frames == capacity {
-                capacity = min(capacity * 2, maximumFrames + 1)
+                guard capacity < header.frames else { break }
+                capacity = min(capacity * 2, header.frames)
                 samples += repeatElement(0, count: capacity * channelCount - samples.count)
             }
             let count = samples.withUnsafeMutableBufferPointer {
@@ -67,17 +116,20 @@ public enum SoundFile {
             }
             guard count > 0 else { break }
             frames += count
-            guard frames <= maximumFrames else {
+        }
+        if !header.lengthKnown && frames == header.frames {
+            var next = [Float](repeating: 0, count: channelCount)
+            guard sf_readf_float(file, &next, 1) == 0 else {
                 throw SoundFileError(path: path, reason: "it is longer than \(maximumSeconds) s, too long for a drum sample")
             }
         }
         guard sf_error(file) == 0 else { throw SoundFileError(path: path, reason: "it is broken (\(message(sf_strerror(file))))") }
         guard frames > 0 else { throw SoundFileError(path: path, reason: "it holds no sound (0 frames)") }
-        if info.frames != sf_count_t.max && frames < info.frames || headerClaimsMore(file) {
+        if header.lengthKnown && frames < header.frames || headerClaimsMore(file) {
             throw SoundFileError(path: path, reason: "it is truncated: its header claims more sound than the file holds")
         }
         samples.removeLast(samples.count - frames * channelCount)
-        guard channelCount > 2 else { return Audio(samples: samples, channelCount: channelCount, rate: rate) }
+        guard channelCount > 2 else { return Audio(samples: samples, channelCount: channelCount, rate: header.rate) }
         let stereo = [Float](unsafeUninitializedCapacity: frames * 2) { buffer, count in
             samples.withUnsafeBufferPointer { all in
                 for frame in 0..<frames {
@@ -87,7 +139,7 @@ public enum SoundFile {
             }
             count = frames * 2
         }
-        return Audio(samples: stereo, channelCount: 2, rate: rate)
+        return Audio(samples: stereo, channelCount: 2, rate: header.rate)
     }
 
     /// Writes `left` and `right` (of one length) to `path` as a 32-bit float stereo WAV at `rate`, replacing what

@@ -103,22 +103,24 @@ final class DrumsPlayer {
         declaration = new
     }
 
-    /// Carries out `command`: a style from the next bar line (a built-in one, or a style file by its path), a level
-    /// kept or the activity followed, voices muted or heard.
+    /// Carries out `command`: a style from the next bar line (a built-in one, or a style file inside the route files'
+    /// folders by its path, relative to the route file with the drums block), a level kept or the activity
+    /// followed, voices muted or heard.
     func perform(_ command: DrumsCommand) -> Result<String, JamRefusal> {
         switch command {
         case .style(let name):
             let style: Style
             if let builtIn = BuiltinStyles.style(name) {
                 style = builtIn
-            } else if name.contains("/") {
+            } else if StyleFile.isPath(name) {
                 do {
-                    style = try StyleFile.load(path: name)
+                    style = try StyleFile.load(command: name, besideRouteFile: declaration.location.file,
+                                               inside: declaration.styleFolders)
                 } catch {
-                    return .failure(JamRefusal(reason: "style file '\(name)': \(error.errors.map(\.description).joined(separator: "; "))"))
+                    return .failure(JamRefusal(reason: error.description))
                 }
             } else {
-                return .failure(JamRefusal(reason: "unknown style '\(name)': the built-in styles are \(BuiltinStyles.names.joined(separator: ", ")); a style file is named by its path"))
+                return .failure(JamRefusal(reason: "unknown style '\(name)': the built-in styles are \(BuiltinStyles.names.joined(separator: ", ")); a style file in the route files' folders is named by its path"))
             }
             sequencer.change(to: style)
             return .success("style \(style.name) from the next bar line")

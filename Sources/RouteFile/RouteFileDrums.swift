@@ -45,6 +45,9 @@ public struct DrumsDeclaration: Equatable, Sendable {
     public var channel = UInt4(masking: 9)
     public var notes: [DrumVoice: UInt7] = [:]
     public var location: SourceLocation
+    /// The route files' folders, symlinks resolved (`StyleFile.folders(ofRouteFiles:)`): the only places a style
+    /// file named while jambridge runs (`drums style PATH`) is read from.
+    public var styleFolders: [String] = []
 
     public init(style: Style, location: SourceLocation) {
         self.style = style
@@ -77,7 +80,7 @@ extension RouteFileDocument {
                 if let style = BuiltinStyles.style(text) {
                     declaration.style = style
                     declaration.styleName = text
-                } else if text.contains("/") || text.hasSuffix(".yaml") || text.hasSuffix(".yml") {
+                } else if StyleFile.isPath(text) {
                     let path = resolve(text)
                     declaration.styleName = path
                     do {

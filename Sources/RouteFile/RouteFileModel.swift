@@ -136,7 +136,9 @@ public struct RouteConfiguration: Sendable {
         for file in files {
             documents.append(RouteFileDocument(readingFile: file))
         }
-        return try merge(documents)
+        var configuration = try merge(documents)
+        configuration.drums?.styleFolders = StyleFile.folders(ofRouteFiles: files)
+        return configuration
     }
 
     /// Parses `yaml` as the route file `file` (used for messages and to resolve relative paths); reads no

@@ -1,6 +1,9 @@
 import Drums
-import MIDI
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import MIDI
 import Yams
 
 /// Style files: a drummer's groove at every intensity level, its fill, swing and looseness (jambridge-drums(5)).
@@ -13,9 +16,54 @@ public enum StyleFile {
         try parse(yaml: try RegularFile.text(atPath: path, what: "style file"), file: path)
     }
 
-    /// Reads `yaml` as the style file called `file`; the name defaults to the file's, less its extension.
-    public static func parse(yaml: String, file: String) throws(RouteFileErrors) -> Style {
-        var document = StyleDocument(file: file)
+    /// True if `name` names a style file rather than a built-in style: it has a `/` or ends in `.yaml` or `.yml`.
+    public static func isPath(_ name: String) -> Bool {
+        name.contains("/") || name.hasSuffix(".yaml") || name.hasSuffix(".yml")
+    }
+
+    /// The folders of `routeFiles`, symlinks and `..` resolved: where a style named while jambridge runs may be.
+    public static func folders(ofRouteFiles routeFiles: [String]) -> [String] {
+        var folders: [String] = []
+        for file in routeFiles {
+            if let folder = realPath(URL(fileURLWithPath: file).deletingLastPathComponent().path), !folders.contains(folder) {
+                folders.append(folder)
+            }
+        }
+        return folders
+    }
+
+    /// Reads the style file `path` named while jambridge runs (`drums style` from the control socket or OSC, so on
+    /// anyone's word): relative to the folder of `routeFile`, and only if it is inside one of `folders` once symlinks
+    /// and `..` are resolved (nothing outside is opened). Its mistakes say where and what is wrong, never what it says.
+    public static func load(command path: String, besideRouteFile routeFile: String,
+                            inside folders: [String]) throws(StyleCommandError) -> Style {
+        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: routeFile)).standardizedFileURL.path
+        let parent = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
+        let inside = { (resolved: String) in folders.contains { resolved.hasPrefix($0 == "/" ? "/" : $0 + "/") } }
+        guard let resolved = realPath(absolute) else {
+            // Nothing there (or a symlink to nothing): said only of a place inside the folders.
+            guard let folder = realPath(parent), inside(folder + "/") else { throw .outside(path: path, folders: folders) }
+            throw .missing(path: path)
+        }
+        guard inside(resolved) else { throw .outside(path: path, folders: folders) }
+        do {
+            return try parse(yaml: try RegularFile.text(atPath: resolved, what: "style file"), file: resolved, quotingText: false)
+        } catch {
+            throw .notAStyle(path: resolved, mistakes: error.errors)
+        }
+    }
+
+    /// `path` with every symlink, `.` and `..` resolved, or nil if it leads nowhere.
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Reads `yaml` as the style file called `file`; the name defaults to the file's, less its extension. With
+    /// `quotingText` false, no mistake quotes the file (`quotesText`).
+    public static func parse(yaml: String, file: String, quotingText: Bool = true) throws(RouteFileErrors) -> Style {
+        var document = StyleDocument(file: file, quotesText: quotingText)
         let style = document.read(yaml)
         return try document.checked(style, whenEmpty: "the style file is empty")
     }
@@ -25,9 +73,11 @@ public enum StyleFile {
 struct StyleDocument: YAMLDocument {
     let file: String
     var errors: [RouteFileError] = []
+    let quotesText: Bool
 
-    init(file: String) {
+    init(file: String, quotesText: Bool = true) {
         self.file = file
+        self.quotesText = quotesText
     }
 
     mutating func read(_ yaml: String) -> Style? {
@@ -37,7 +87,7 @@ struct StyleDocument: YAMLDocument {
             return nil
         }
         guard let mapping = root.mapping else {
-            fail(root, "a style file is a mapping with 'groove:' and the style's settings, not \(Self.describe(root))")
+            fail(root, "a style file is a mapping with 'groove:' and the style's settings, not \(shown(root))")
             return nil
         }
         let base = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
@@ -80,7 +130,8 @@ struct StyleDocument: YAMLDocument {
         let fill = fillNode.flatMap { readPattern($0, what: "fill", stepsPerBar: stepsPerBar) }
         let highest = ([groove] + (fill.map { [$0] } ?? [])).flatMap { $0.lines.values.flatMap { $0.compactMap { $0?.level } } }.max() ?? 1
         if let levels, highest > levels {
-            fail(root, "a step plays from level \(highest) but the style has \(levels) levels ('levels: \(levels)')")
+            fail(root, quotesText ? "a step plays from level \(highest) but the style has \(levels) levels ('levels: \(levels)')"
+                 : "a step plays from a level above the style's 'levels'")
         }
         return Style(name: name, time: time, stepsPerBar: stepsPerBar, levels: levels ?? highest, swing: swing,
                      humanizeTime: humanizeTime, humanizeVelocity: humanizeVelocity, phrase: phrase, groove: groove, fill: fill)
@@ -89,7 +140,7 @@ struct StyleDocument: YAMLDocument {
     private mutating func readNumber(_ node: Node, what: String, in range: ClosedRange<Int>) -> Int? {
         guard let number = readInteger(node, what: what, range: "\(range.lowerBound)-\(range.upperBound)") else { return nil }
         guard range.contains(number) else {
-            fail(node, "\(what) is \(range.lowerBound)-\(range.upperBound), not \(number)")
+            fail(node, "\(what) is \(range.lowerBound)-\(range.upperBound)\(quotesText ? ", not \(number)" : "")")
             return nil
         }
         return number
@@ -154,7 +205,7 @@ struct StyleDocument: YAMLDocument {
     /// (1-127), `?` (half the time) or `?PERCENT`; `|` between bars for the eye.
     private mutating func readLine(_ node: Node, stepsPerBar: Int) -> [Step?]? {
         guard let text = node.scalar?.string else {
-            fail(node, "a voice's steps are a string such as \"1 . 2 . 1> . 3g .\", not \(Self.describe(node))")
+            fail(node, "a voice's steps are a string such as \"1 . 2 . 1> . 3g .\", not \(shown(node))")
             return nil
         }
         var steps: [Step?] = []
@@ -164,7 +215,7 @@ struct StyleDocument: YAMLDocument {
                 continue
             }
             guard let step = Self.step(token) else {
-                fail(node, "'\(token)' is not a step: write '.' for a rest, or a level 1-9 with '>' (accent), 'g' (ghost), "
+                fail(node, "\(quotesText ? "'\(token)' is not a step" : "not a step"): write '.' for a rest, or a level 1-9 with '>' (accent), 'g' (ghost), "
                      + "'@VELOCITY' (1-127) or '?PERCENT' (probability) after it, such as '2', '1>', '3g', '2@90' or '4?30'")
                 return nil
             }
@@ -199,5 +250,29 @@ struct StyleDocument: YAMLDocument {
             }
         }
         return step
+    }
+}
+
+/// Why a style named while jambridge runs (`drums style PATH`) is not played. No case quotes the file.
+public enum StyleCommandError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The path leads outside the route files' folders (`folders`), symlinks and `..` followed: nothing was opened.
+    case outside(path: String, folders: [String])
+    /// Nothing is at the path, inside the folders.
+    case missing(path: String)
+    /// The file at `path` (resolved) is not a style jambridge can play: its mistakes, none quoting the file.
+    case notAStyle(path: String, mistakes: [RouteFileError])
+
+    public var description: String {
+        switch self {
+        case .outside(let path, let folders):
+            "'\(path)' is not a style file in the route files' folders (\(folders.joined(separator: ", "))): while jambridge runs, "
+                + "'drums style' takes a built-in style (\(BuiltinStyles.names.joined(separator: ", "))) or a style file there"
+        case .missing(let path):
+            "no style file at '\(path)'"
+        case .notAStyle(let path, let mistakes):
+            "'\(path)' is not a style jambridge can play: "
+                + mistakes.prefix(3).map { "\($0.location.line):\($0.location.column): \($0.message)" }.joined(separator: "; ")
+                + (mistakes.count > 3 ? "; and \(mistakes.count - 3) more" : "")
+        }
     }
 }

@@ -8,9 +8,20 @@ protocol YAMLDocument {
     var file: String { get }
     /// Every mistake found in this file, in the order found.
     var errors: [RouteFileError] { get set }
+    /// False for a file read on someone else's word (a style named while jambridge runs), which may be any file the
+    /// daemon can read: its mistakes then say where and what is wrong, never what the file says.
+    var quotesText: Bool { get }
 }
 
 extension YAMLDocument {
+    /// Files named on the command line or in route files are the user's own: their mistakes quote them.
+    var quotesText: Bool { true }
+
+    /// What `node` is, for a message: its text in quotes, or, in a file that is not quoted, its kind.
+    func shown(_ node: Node) -> String {
+        quotesText || node.scalar == nil ? Self.describe(node) : "text"
+    }
+
     /// What was read, `value`, if the document holds no mistake; else its mistakes (or, if none was recorded,
     /// `whenEmpty` at 1:1).
     func checked<Value>(_ value: Value?, whenEmpty: String) throws(RouteFileErrors) -> Value {
@@ -64,9 +75,11 @@ extension YAMLDocument {
     private mutating func reportSyntaxError(_ error: any Error, in yaml: String) {
         let start = SourceLocation(file: file, line: 1, column: 1)
         guard let yamlError = error as? YamlError else {
-            fail(at: start, "not valid YAML: \(error)")
+            fail(at: start, quotesText ? "not valid YAML: \(error)" : "not valid YAML")
             return
         }
+        // libyaml's problems and contexts are fixed phrases ("found character that cannot start any token"), never
+        // the file's text; the other cases may hold it.
         switch yamlError {
         case .scanner(let context, let problem, let mark, _),
              .parser(let context, let problem, let mark, _),
@@ -74,13 +87,13 @@ extension YAMLDocument {
             let whileParsing = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
             fail(at: location(mark), "not valid YAML: \(problem)\(whileParsing)")
         case .duplicatedKeysInMapping(let duplicates, let context):
-            fail(at: location(context.mark),
-                 "key \(RouteFileVocabulary.quoted(duplicates)) is written more than once in the same mapping; keep one")
+            fail(at: location(context.mark), "key \(quotesText ? RouteFileVocabulary.quoted(duplicates) + " " : "")"
+                 + "is written more than once in the same mapping; keep one")
         case .reader(let problem, let offset, _, _):
             fail(at: offset.map { Self.location(ofCharacter: $0, in: yaml, file: file) } ?? start,
                  "not readable as YAML text: \(problem)")
         default:
-            fail(at: start, "not valid YAML: \(yamlError)")
+            fail(at: start, quotesText ? "not valid YAML: \(yamlError)" : "not valid YAML")
         }
     }
 
@@ -97,8 +110,7 @@ extension YAMLDocument {
     /// An integer written in `node`, reported as "not a number" naming `what` and its `range` otherwise.
     mutating func readInteger(_ node: Node, what: String, range: String) -> Int? {
         guard let text = node.scalar?.string, let number = Int(text) else {
-            let shown = node.scalar.map { "'\($0.string)'" } ?? Self.describe(node)
-            fail(node, "\(shown) is not a number; \(what) is \(range)")
+            fail(node, quotesText ? "\(Self.describe(node)) is not a number; \(what) is \(range)" : "not a number; \(what) is \(range)")
             return nil
         }
         return number
@@ -110,7 +122,7 @@ extension YAMLDocument {
         case "true", "yes", "on": return true
         case "false", "no", "off": return false
         default:
-            fail(node, "'\(key)' is true or false, not '\(node.scalar?.string ?? Self.describe(node))'")
+            fail(node, "'\(key)' is true or false, not \(shown(node))")
             return nil
         }
     }
@@ -126,10 +138,10 @@ extension YAMLDocument {
 
     /// Reports an unknown key, suggesting the closest known one or listing them all.
     mutating func failUnknownKey(_ node: Node, _ key: String, known: [String], in context: String) {
-        if let suggestion = RouteFileVocabulary.closest(to: key, in: known) {
+        if quotesText, let suggestion = RouteFileVocabulary.closest(to: key, in: known) {
             fail(node, "unknown key '\(key)'; did you mean '\(suggestion)'?")
         } else {
-            fail(node, "unknown key '\(key)' in \(context); the keys are \(known.joined(separator: ", "))")
+            fail(node, "unknown key \(quotesText ? "'\(key)' " : "")in \(context); the keys are \(known.joined(separator: ", "))")
         }
     }
 

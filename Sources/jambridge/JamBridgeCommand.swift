@@ -337,7 +337,7 @@ struct Drums: ParsableCommand {
     func run() throws {
         let command: DrumsCommand
         switch action {
-        case "style": command = .style(values[0].contains("/") ? absolute(values[0]) : values[0])
+        case "style": command = .style(StyleFile.isPath(values[0]) ? absolute(values[0]) : values[0])
         case "level": command = .level(Int(values[0]))
         default: command = .mute(values, action == "mute")
         }
