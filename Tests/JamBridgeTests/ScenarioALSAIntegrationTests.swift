@@ -752,10 +752,10 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         let shakeStarted = monotonic()
         let shaking = try phone.start([peersPython.path, peers.appendingPathComponent("phone_controls.py").path, "8000", "pid", "shake:300"])
         processes.append(("shaking.txt", shaking))
-        // The statuses while it shakes: the highest each reached, until everything rose (two minutes at most).
+        // The statuses while it shakes: the highest each reached, until everything rose (four minutes at most).
         var phoneLevel = 0, phoneHeard = 0, rackTotal = 0, rackHeardPhone = 0, drumLevel = calmStatus?.drums?.level ?? 0
         var drumsRose: Double?, polls = 0
-        while monotonic() < shakeStarted + 120, phoneLevel == 0 || phoneHeard == 0 || rackHeardPhone == 0 || drumsRose == nil {
+        while monotonic() < shakeStarted + 240, phoneLevel == 0 || phoneHeard == 0 || rackHeardPhone == 0 || drumsRose == nil {
             Thread.sleep(forTimeInterval: 1)
             polls += 1
             if let status = rack.peek() {
@@ -769,7 +769,14 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                 if jam.totalFromMaster { phoneHeard = max(phoneHeard, jam.total) }
             }
         }
-        let shakenPage = try? JSONDecoder().decode(StatusPageReply.self, from: Data(try laptop.fetch("http://10.78.0.1:8080/status").body.utf8))
+        // The page, read until it shows what the status showed: a busy VM may serve it a while behind.
+        var shakenPage: StatusPageReply?
+        let pageDeadline = monotonic() + 60
+        repeat {
+            shakenPage = try? JSONDecoder().decode(StatusPageReply.self, from: Data(try laptop.fetch("http://10.78.0.1:8080/status").body.utf8))
+            if (shakenPage?.status.jam?.total ?? 0) > 0, (shakenPage?.status.drums?.level ?? 0) > calmStatus?.drums?.level ?? 0 { break }
+            Thread.sleep(forTimeInterval: 1)
+        } while monotonic() < pageDeadline
         Thread.sleep(forTimeInterval: max(0, (drumsRose ?? monotonic()) + 14 - monotonic()))
         let shakenUntil = monotonic()
         func totals(after: Double) -> [LaptopEvent] { laptopLog.events(after: after).filter { $0.event == "cc" && $0.controller == 7 && $0.channel == 0 } }
