@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # What each hostile flood of issue 29 costs a running jambridge, on 127.0.0.1 with a release build: for each, the
-# daemon's RSS and open files before and after, the CPU it spent, the log lines it wrote, and what it let through.
+# daemon's RSS and open files before and after, the CPU it spent, the log lines it wrote, and what it let through
+# (a fresh daemon for each).
 #   osc-nan      10,000 datagrams /jambridge/drums/level with NaN (and inf, 1e30) to an endpoint with control: true
 #   osc-commands /jambridge/start and /stop in turn, 5,000 a second for 10 s (control: true)
 #   transport    a joined peer's Start and Stop in turn, 10,000 a second for 10 s (Tests/Peers/hostile.py)
 #   backdated    a joined peer's Start stamped 30 s in the past, against a running master
 #   invitations  forged AppleMIDI INs, 2,000 a second for 10 s, while a real peer joins (time to its joining)
 #
-#   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [backdated] [transport] [invitations]
+#   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [transport] [backdated] [invitations]
 #   JAMBRIDGE=/path/to/jambridge Benchmarks/hostile-input.sh      # another build (e.g. an older one)
 # Needs scripts/install-deps.sh's Python (.build-peers/venv with pymidi and python-osc).
 set -euo pipefail
@@ -20,7 +21,7 @@ if [ -z "${JAMBRIDGE:-}" ]; then
     JAMBRIDGE=$root/.build-bench/release/jambridge
 fi
 floods=("$@")
-[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands backdated transport invitations)
+[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations)
 work=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -44,10 +45,13 @@ routes:
   - { from: session, to: tape }
   - { from: controls, to: tape }
 EOF
-"$JAMBRIDGE" run "$work/routes.yaml" 2>"$work/log" &
-pid=$!
-bound "$session"; bound "$osc"
-sleep 0.5
+start_daemon() { # a fresh daemon for each flood, so that what it counts is that flood's
+    [ -z "$pid" ] || { kill "$pid"; wait "$pid" 2>/dev/null || true; }
+    "$JAMBRIDGE" run "$work/routes.yaml" 2>"$work/log" &
+    pid=$!
+    bound "$session"; bound "$osc"
+    sleep 0.5
+}
 printf '| flood | sent | RSS before -> after | open files before -> after | CPU | log lines | let through |\n|---|---|---|---|---|---|---|\n'
 measure() { # $1: name, $2: what was let through (a command printing it), rest: the flood
     local name=$1 through=$2; shift 2
@@ -79,18 +83,16 @@ print(count)
 EOF
 }
 for flood in "${floods[@]}"; do
+    start_daemon
     case $flood in
-        osc-nan) measure "OSC level NaN/inf/1e30" "status '\"refused %d, daemon up\" % s[\"endpoints\"][\"controls\"][\"dropped\"][\"rejected\"]'" \
+        osc-nan) measure "OSC level NaN/inf/1e30" "status '\"%d refused as no command, %d over the rate; still up\" % (s[\"endpoints\"][\"controls\"][\"dropped\"][\"rejected\"], s[\"endpoints\"][\"controls\"][\"dropped\"][\"commandsOverRate\"])'" \
             osc_flood /jambridge/drums/level 0 10000 ;;
         osc-commands) measure "OSC start/stop 5,000/s, 10 s" "status '\"%d over the rate\" % s[\"endpoints\"][\"controls\"][\"dropped\"][\"commandsOverRate\"]'" \
             osc_flood /jambridge/ 5000 50000 ;;
         transport)
-            "$JAMBRIDGE" stop --pid "$pid" >/dev/null 2>&1 || true
             measure "peer Start/Stop 10,000/s, 10 s" "status '\"%d refused, %d relayed to the clock output\" % (s[\"jam\"][\"overRate\"], s[\"endpoints\"][\"drum-machine\"][\"out\"])'" \
             bash -c "'$python' '$peers/hostile.py' flood $session 10000 10 | '$python' -c 'import json, sys; print(json.loads(sys.stdin.readlines()[-1])[\"sent\"])'" ;;
         backdated)
-            "$JAMBRIDGE" stop --pid "$pid" >/dev/null 2>&1 || true
-            sleep 0.5
             "$JAMBRIDGE" start --pid "$pid" >/dev/null
             measure "peer Start back-dated 30 s" "status '\"master: %s, %d back-dated\" % (s[\"jam\"][\"master\"], s[\"jam\"][\"backdated\"])'" \
                 bash -c "'$python' '$peers/hostile.py' backdated $session 30 >/dev/null; echo 1" ;;
