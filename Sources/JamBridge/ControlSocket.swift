@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Foundation
 import Jam
+import Logging
 import MIDI
 import Synchronization
 import Transport
@@ -24,6 +25,41 @@ public enum ControlPath {
     /// Where a daemon run by root (or by systemd) puts its socket.
     static let systemDirectory = "/run/jambridge"
 
+    /// Makes `directory` if it is not there: mode 0700, or 0755 for `systemDirectory` (whose sockets the members of
+    /// their group may reach). Throws if it is not this user's alone (`distrust(of:)`).
+    static func prepare(_ directory: String) throws(ControlDirectoryError) {
+        if mkdir(directory, directory == systemDirectory ? 0o755 : 0o700) != 0, errno != EEXIST {
+            throw ControlDirectoryError(directory: directory, problem: "cannot be made: \(String(cString: strerror(errno)))")
+        }
+        if let problem = distrust(of: directory) { throw ControlDirectoryError(directory: directory, problem: problem) }
+    }
+
+    /// Why sockets in `directory` cannot be trusted, or nil if they can (or it is not there): it must be a directory
+    /// (not a link to one) owned by this user and writable by nobody else, or another user could put a socket of
+    /// their own there and answer in a daemon's place (as tmux and ssh-agent check theirs).
+    static func distrust(of directory: String) -> String? {
+        var info = stat()
+        guard lstat(directory, &info) == 0 else { return errno == ENOENT ? nil : "cannot be read: \(String(cString: strerror(errno)))" }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "is not a directory (a link or a file is in its place); remove it" }
+        guard info.st_uid == geteuid() else {
+            return "belongs to \(user(info.st_uid)), not to you (\(user(geteuid()))): another user could answer in jambridge's place. "
+                + "Remove it (sudo rm -r \(directory)), or set XDG_RUNTIME_DIR to a directory of your own"
+        }
+        let writable = info.st_mode & 0o022
+        guard writable == 0 else {
+            return "can be written by \(writable == 0o020 ? "its group" : "others") (mode \(String(info.st_mode & 0o7777, radix: 8))): "
+                + "another user could put a socket of their own in it and answer in jambridge's place. "
+                + "Make it yours alone (chmod 700 \(directory)), or remove it"
+        }
+        return nil
+    }
+
+    /// `user 'nobody' (65534)`, or `user 65534` if it has no name.
+    private static func user(_ uid: uid_t) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "user \(uid)" }
+        return "user '\(String(cString: name))' (\(uid))"
+    }
+
     /// The socket of the daemon `pid`, in `directory`.
     public static func socket(pid: Int32) -> String { "\(directory)/control-\(pid).sock" }
 
@@ -40,7 +76,8 @@ public enum ControlPath {
 /// take its reply, and is then dropped; at most `clientLimit` are held at once, and a newcomer beyond that takes
 /// the place of the one that has waited longest without finishing its request (others wait in the listen backlog
 /// while every place is answering). Requests are answered one at a time, in order, on a queue of their own, so a
-/// client waiting for its answer costs nothing but its place.
+/// client waiting for its answer costs nothing but its place. When the daemon is out of file descriptors, the
+/// listener is left alone for `acceptBackoff` (accepting again at once would spin).
 final class ControlSocket: @unchecked Sendable { // the clients: on the thread only; the rest is immutable or in `shared`
     /// The longest request read, in bytes.
     static let requestLimit = 4096
@@ -48,21 +85,27 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
     static let timeout: UInt64 = 2_000_000_000
     /// The most clients held at once.
     static let clientLimit = 64
+    /// How long the listener is left alone after `accept` failed for want of file descriptors or memory, in
+    /// nanoseconds.
+    static let acceptBackoff: UInt64 = 1_000_000_000
 
     /// Where it listens.
     let path: String
     private let listener: Int32
     private let wake: (read: Int32, write: Int32)
     private let answer: @Sendable (ControlRequest) -> ControlReply
+    private let logger: Logger
     private let answering = DispatchQueue(label: "jambridge.control-answers")
     /// Replies made on `answering` for the thread to send, by client; and whether `stop` was called.
     private let shared = Mutex<(replies: [(client: Int, line: [UInt8])], stopping: Bool)>(([], false))
     private var thread: pthread_t?
 
     /// Listens at `path` (a socket left there by a daemon that is gone is replaced; one a running daemon listens on,
-    /// or a file that is not a socket, is not), answering each request with `answer`, called on a queue of its own.
-    init(path: String, answer: @escaping @Sendable (ControlRequest) -> ControlReply) throws(ControlSocketError) {
+    /// or a file that is not a socket, is not), answering each request with `answer`, called on a queue of its own;
+    /// `logger` hears when it cannot accept.
+    init(path: String, logger: Logger, answer: @escaping @Sendable (ControlRequest) -> ControlReply) throws(ControlSocketError) {
         self.path = path
+        self.logger = logger
         self.answer = answer
         try Self.clearStale(path)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -161,6 +204,11 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
         var clients: [Client] = []
         var nextID = 0
         var buffer = [UInt8](repeating: 0, count: Self.requestLimit + 1)
+        /// While out of file descriptors: when to try `accept` again.
+        var acceptResumes: MonotonicInstant?
+        /// True from a failed `accept` to the next that succeeds; such spells are logged once each.
+        var acceptFailing = false
+        var acceptSpells = 0
         while true {
             let (replies, stopping) = shared.withLock { shared in
                 defer { shared.replies = [] }
@@ -172,7 +220,8 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
                 if let client = clients.first(where: { $0.id == id }) { startReplying(client, line, now: now) }
             }
             clients.removeAll { $0.state == .done }
-            let accepting = clients.count < Self.clientLimit || clients.contains { $0.state == .reading }
+            if let resumes = acceptResumes, resumes <= now { acceptResumes = nil }
+            let accepting = acceptResumes == nil && (clients.count < Self.clientLimit || clients.contains { $0.state == .reading })
             // A client waiting for its answer is not polled: a hang-up would be reported at once, again and again.
             var fds = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: accepting ? listener : -1, events: Int16(POLLIN), revents: 0)]
@@ -183,7 +232,7 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
                     case .answering, .done: pollfd(fd: -1, events: 0, revents: 0)
                     }
                 }
-            let waits = clients.filter { $0.state == .reading || $0.state == .replying }.map(\.deadline)
+            let waits = clients.filter { $0.state == .reading || $0.state == .replying }.map(\.deadline) + (acceptResumes.map { [$0] } ?? [])
             let timeout = waits.min().map { Int32(clamping: ($0.nanoseconds &- min($0.nanoseconds, now.nanoseconds) + 999_999) / 1_000_000) } ?? -1
             guard poll(&fds, nfds_t(fds.count), timeout) >= 0 || errno == EINTR else { break }
             if fds[0].revents != 0 { while Glibc.read(wake.read, &buffer, buffer.count) > 0 {} }
@@ -198,7 +247,22 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
             if fds[1].revents != 0 {
                 while clients.count < Self.clientLimit || clients.contains(where: { $0.state == .reading }) {
                     let fd = accept(listener, nil, nil)
-                    guard fd >= 0 else { break }
+                    guard fd >= 0 else {
+                        let code = errno
+                        if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(code) {
+                            acceptResumes = later.advanced(byNanoseconds: Self.acceptBackoff)
+                            if !acceptFailing {
+                                acceptFailing = true
+                                acceptSpells += 1
+                                if isLogged(acceptSpells) {
+                                    let reason = String(cString: strerror(code))
+                                    logger.warning("control socket: cannot accept a client: \(reason); trying again every second (\(acceptSpells) times so far)")
+                                }
+                            }
+                        }
+                        break
+                    }
+                    acceptFailing = false
                     Self.makeNonBlocking(fd)
                     if clients.count >= Self.clientLimit,
                        let oldest = clients.filter({ $0.state == .reading }).min(by: { $0.deadline < $1.deadline }) {
@@ -392,6 +456,13 @@ public struct ControlReply: Codable, Equatable, Sendable {
     }
 }
 
+/// The directory of control sockets cannot be made or trusted.
+struct ControlDirectoryError: Error, CustomStringConvertible {
+    var directory: String
+    var problem: String
+    var description: String { "the control socket's directory \(directory) \(problem)" }
+}
+
 /// The control socket could not be opened.
 struct ControlSocketError: Error, CustomStringConvertible {
     var path: String
@@ -408,9 +479,14 @@ public enum ControlClient {
     }
 
     /// The daemons whose sockets are where `run` puts them without `--control` (`ControlPath`), by process ID. Sockets
-    /// left by processes that are gone (killed before they could remove them) are removed.
-    public static func daemons() -> [Daemon] {
-        ControlPath.searched.flatMap { directory in
+    /// left by processes that are gone (killed before they could remove them) are removed. Throws if this user's
+    /// directory is not theirs alone (`ControlPath.distrust(of:)`): a socket there could be anyone's.
+    public static func daemons() throws(ControlClientError) -> [Daemon] {
+        let directory = ControlPath.directory
+        if directory != ControlPath.systemDirectory, let problem = ControlPath.distrust(of: directory) {
+            throw ControlClientError(message: "\(ControlDirectoryError(directory: directory, problem: problem))")
+        }
+        return ControlPath.searched.flatMap { directory in
             ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { file -> Daemon? in
                 guard file.hasPrefix("control-"), file.hasSuffix(".sock"),
                       let pid = Int32(file.dropFirst("control-".count).dropLast(".sock".count)) else { return nil }
@@ -426,7 +502,7 @@ public enum ControlClient {
     /// The socket of the running daemon `pid`, or of the one daemon running if `pid` is nil; throws what stands in the
     /// way (none runs, several do).
     public static func socket(pid: Int32?) throws(ControlClientError) -> String {
-        let running = daemons()
+        let running = try daemons()
         if let pid {
             guard let daemon = running.first(where: { $0.pid == pid }) else {
                 throw ControlClientError(message: "no jambridge \(pid) has a control socket in \(ControlPath.searched.joined(separator: " or "))")

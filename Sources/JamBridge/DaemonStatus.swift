@@ -33,6 +33,11 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         public var control: Bool
         /// The pages open now (each one stream of the status).
         public var pages: Int
+        /// The connections open now (at most `StatusPageServer.connectionLimit`).
+        public var connections: Int
+        /// What it turned away, by why (`PageRefusals`' names: `overConnectionLimit`, `requestTooSlow`,
+        /// `stalledStream`, `tooManyPages`, `foreignHost`, `commandFromElsewhere`).
+        public var refused: [String: Int]
     }
 
     /// The RTP-MIDI session (`session:`).
@@ -42,7 +47,7 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// The control port (the data port is the next).
         public var port: UInt16
         /// Our SSRC in the session.
-        public var ssrc: UInt32
+        @NetworkIdentity public var ssrc: UInt32
         /// The connected peers, by name.
         public var peers: [Peer]
         /// Everything the session counted, by `SessionCounters`' names (packets in and out, malformed, lost,
@@ -54,9 +59,9 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     public struct Peer: Codable, Equatable, Sendable {
         public var name: String
         /// Its identity in the session (its control-port SSRC).
-        public var ssrc: UInt32
+        @NetworkIdentity public var ssrc: UInt32
         /// Its control port's address, `10.0.0.2:5004` or `[fe80::1]:5004`.
-        public var address: String
+        @NetworkIdentity public var address: String
         /// True if we invited it, false if it invited us.
         public var weInvited: Bool
         /// The shortest recent round trip of clock sync, in milliseconds; nil before the first sync.
@@ -93,12 +98,12 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// The controllers heard within `forget:` seconds, by the address their feedback goes to.
         public var controllers: [Controller]
         /// The `send:` targets.
-        public var targets: [String]
+        @NetworkIdentity public var targets: [String]
     }
 
     /// A controller an OSC endpoint heard.
     public struct Controller: Codable, Equatable, Sendable {
-        public var address: String
+        @NetworkIdentity public var address: String
         /// Seconds since it last sent.
         public var heardSecondsAgo: Double
     }
@@ -122,7 +127,7 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// Who leads: an endpoint, this instance or a peer, by name; nil while nobody does.
         public var master: String?
         /// The leading peer's SSRC, when a peer leads.
-        public var masterSSRC: UInt32?
+        @NetworkIdentity public var masterSSRC: UInt32?
         /// Beats a minute; nil while unknown (a follower before the master's clock).
         public var tempo: Double?
         /// The song's beat, counted from 1 at its Start; nil while no song runs.
@@ -211,12 +216,55 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
     }
 }
 
+/// A value of the status that identifies something on the network, an SSRC or an address: the status page writes it
+/// as `null` for a client beyond loopback (an SSRC and its peer's address are what a forged invitation needs), when
+/// the encoder's `userInfo[.withholdingNetworkIdentities]` is true. Read back, `null` is `Value.withheld`.
+@propertyWrapper
+public struct NetworkIdentity<Value: Withholdable>: Codable, Equatable, Sendable {
+    public var wrappedValue: Value
+
+    public init(wrappedValue: Value) {
+        self.wrappedValue = wrappedValue
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        wrappedValue = container.decodeNil() ? .withheld : try container.decode(Value.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if encoder.userInfo[.withholdingNetworkIdentities] as? Bool == true {
+            try container.encodeNil()
+        } else {
+            try container.encode(wrappedValue)
+        }
+    }
+}
+
+/// A status value that has a stand-in for one withheld (`NetworkIdentity`): 0, "", none.
+public protocol Withholdable: Codable, Equatable, Sendable {
+    static var withheld: Self { get }
+}
+
+extension UInt32: Withholdable { public static var withheld: UInt32 { 0 } }
+extension String: Withholdable { public static var withheld: String { "" } }
+extension Array: Withholdable where Element: Withholdable { public static var withheld: [Element] { [] } }
+extension Optional: Withholdable where Wrapped: Withholdable { public static var withheld: Wrapped? { nil } }
+
+extension CodingUserInfoKey {
+    /// True: `NetworkIdentity` values are written as `null` (the status page, beyond loopback).
+    public static let withholdingNetworkIdentities = CodingUserInfoKey(rawValue: "jambridge.withholdingNetworkIdentities")!
+}
+
 extension JSONEncoder {
     /// How the status is written as JSON everywhere (the control socket's replies, `jambridge status --json`, the
-    /// status page): keys sorted, slashes left as they are; `pretty` for people.
-    public static func status(pretty: Bool = false) -> JSONEncoder {
+    /// status page): keys sorted, slashes left as they are; `pretty` for people; `withholding` SSRCs and addresses
+    /// (`NetworkIdentity`) for a status page beyond loopback.
+    public static func status(pretty: Bool = false, withholding: Bool = false) -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.userInfo[.withholdingNetworkIdentities] = withholding
         return encoder
     }
 }
@@ -253,7 +301,10 @@ extension DaemonStatus {
         if let jam { lines.append(jam.line) }
         if let drums { lines.append(drums.line) }
         if let http {
-            lines.append("status page: http://\(http.listen)/ (\(http.control ? "with" : "without") start, stop and tempo), \(counted(http.pages, "page")) open")
+            let refused = http.refused.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            lines.append("status page: http://\(http.listen)/ (\(http.control ? "with" : "without") start, stop and tempo), \(counted(http.pages, "page")) open, "
+                         + counted(http.connections, "connection")
+                         + (refused.isEmpty ? "" : "; refused \(refused.map { "\($0.value) \(words($0.key))" }.joined(separator: ", "))"))
         }
         if !endpoints.isEmpty {
             lines.append("endpoints (messages in, out; dropped):")

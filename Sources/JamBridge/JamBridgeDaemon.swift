@@ -104,14 +104,20 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     /// so).
     private func openControlSocket() {
         let path = options.control ?? ControlPath.socket(pid: getpid())
+        let unreachable = "'jambridge status', 'reload' and the jam's commands cannot reach this daemon (SIGHUP still reloads)"
         if options.control == nil {
-            try? FileManager.default.createDirectory(atPath: ControlPath.directory, withIntermediateDirectories: true)
+            do {
+                try ControlPath.prepare(ControlPath.directory)
+            } catch {
+                logger.error("\(error); \(unreachable)")
+                return
+            }
         }
         do {
-            controlSocket = try ControlSocket(path: path) { [self] request in answer(request) }
+            controlSocket = try ControlSocket(path: path, logger: logger) { [self] request in answer(request) }
             logger.info("control socket: \(path)")
         } catch {
-            logger.warning("\(error); 'jambridge status', 'reload' and the jam's commands cannot reach this daemon (SIGHUP still reloads)")
+            logger.warning("\(error); \(unreachable)")
         }
     }
 

@@ -25,12 +25,16 @@ public enum PeerListing {
         }
         text += "# sessions of jambridge on this machine\n"
         var sessions: [(pid: Int32, session: DaemonStatus.Session)] = []
-        for daemon in ControlClient.daemons() {
-            do {
-                if let session = try ControlClient.send(.status, to: daemon.path).status?.session { sessions.append((daemon.pid, session)) }
-            } catch {
-                warnings.append("\(error)")
+        do {
+            for daemon in try ControlClient.daemons() {
+                do {
+                    if let session = try ControlClient.send(.status, to: daemon.path).status?.session { sessions.append((daemon.pid, session)) }
+                } catch {
+                    warnings.append("\(error)")
+                }
             }
+        } catch {
+            warnings.append("\(error)")
         }
         if sessions.isEmpty { text += "# none\n" }
         for (pid, session) in sessions {

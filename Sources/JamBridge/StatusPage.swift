@@ -1,11 +1,13 @@
 import Dispatch
 import Foundation
 import Logging
+import MIDI
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import RouteFile
 import Synchronization
+import Transport
 
 /// The `http:` block: the live status page (`StatusPageServer`), a part like any other, so a reload that changes
 /// the block moves it and one that drops it closes it.
@@ -20,12 +22,14 @@ final class StatusPagePart: Part {
     init(_ block: HTTPDeclaration, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         declaration = block
         do {
-            server = try StatusPageServer(block, daemon: context.daemon)
+            server = try StatusPageServer(block, daemon: context.daemon, logger: context.logger)
         } catch {
             throw PartFailure(problem: "\(block.location): the status page cannot listen on \(block.listen): \(error)",
                               consequence: "there is no status page until a reload")
         }
-        context.logger.info("status page: http://\(block.listen)/\(block.control ? " (with start, stop and tempo)" : "")")
+        let rules = StatusPageRules(block)
+        let from = rules.loopbackOnly ? "" : ", taken from a page at \((block.hosts + ["localhost"]).joined(separator: ", ")) or this machine's addresses"
+        context.logger.info("status page: http://\(block.listen)/\(block.control ? " (with start, stop and tempo\(from))" : "")")
     }
 
     var endpoints: [String: RunningEndpoint] { [:] }
@@ -35,7 +39,8 @@ final class StatusPagePart: Part {
     }
 
     func report(into status: inout DaemonStatus) {
-        status.http = DaemonStatus.HTTP(listen: declaration.listen, control: declaration.control, pages: server.streams.count)
+        status.http = DaemonStatus.HTTP(listen: declaration.listen, control: declaration.control, pages: server.streams.count,
+                                        connections: server.connections.count, refused: server.refusals.counts)
     }
 
     func stop() {
@@ -56,36 +61,65 @@ struct StatusPageState: Encodable {
 /// - `GET /events`: the same, pushed as server-sent events five times a second;
 /// - `POST /control`: `{"command": "start"}`, `"stop"` or `{"command": "tempo", "bpm": 96}` with
 ///   `Content-Type: application/json`, answered as the control socket answers (`ControlReply`); 403 unless the
-///   route file says `control: true`.
+///   route file says `control: true`, and from a page at another host or site (`StatusPageRules`).
 ///
-/// Requests and their bodies are bounded, a connection that sends nothing for 10 s before its request is whole is
-/// closed, and a slow page skips events rather than letting them pile up. On loopback, requests must name a
-/// loopback host (a web page elsewhere cannot reach it by rebinding a name of its own to 127.0.0.1).
+/// Every flood is bounded: at most `connectionLimit` connections (a newcomer takes the place of the one that has
+/// waited longest for its request, else it is closed), each with `requestTimeout` from accept to send its whole
+/// request, bodies of `bodyLimit` bytes, `StatusStreams.limit` pages streaming, and a page that takes no events is
+/// dropped. SSRCs and addresses are shown only on loopback (`StatusPageRules.showsNetworkIdentities`). Nothing
+/// waits on an event loop: reports and commands wait for the daemon's queues on queues of their own.
 final class StatusPageServer: Sendable {
     /// Longest request body taken (a command is a few dozen bytes).
     static let bodyLimit = 4096
     /// How often `/events` pushes the status.
     static let eventInterval = DispatchTimeInterval.milliseconds(200)
+    /// The most connections open at once: far below the daemon's file limit (jambridge.service: `LimitNOFILE=1024`,
+    /// of which the control socket holds at most `ControlSocket.clientLimit`).
+    static let connectionLimit = 128
+    /// How long a connection has from accept to send its whole request, however it trickles.
+    static let requestTimeout = TimeAmount.seconds(10)
+    /// Each connection's socket send buffer (the kernel doubles it) and write buffer: small, so that a page that
+    /// does not read is found out after a few dozen events rather than megabytes.
+    static let sendBuffer = 16384
 
     let streams: StatusStreams
+    let connections: PageConnections
+    let refusals: PageRefusals
     private let channel: any Channel
 
-    init(_ declaration: HTTPDeclaration, daemon: DaemonAccess) throws {
-        let streams = StatusStreams(control: declaration.control, daemon: daemon)
+    init(_ declaration: HTTPDeclaration, daemon: DaemonAccess, logger: Logger) throws {
+        let refusals = PageRefusals(logger: logger)
+        let connections = PageConnections(limit: Self.connectionLimit)
+        let streams = StatusStreams(control: declaration.control, daemon: daemon, refusals: refusals)
         let rules = StatusPageRules(declaration)
+        let commands = DispatchQueue(label: "jambridge.status-page-commands")
         channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    // Out of file descriptors, accepting again at once would spin: wait a second.
+                    try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
+                        refusals.acceptFailed(error)
+                        return .seconds(1)
+                    })
+                    try channel.pipeline.syncOperations.addHandler(ConnectionGate(connections: connections, refusals: refusals))
+                }
+            }
+            .childChannelOption(.socketOption(.so_sndbuf), value: Self.sendBuffer)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: Self.sendBuffer / 2, high: Self.sendBuffer))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(10)))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(
-                        StatusPageHandler(rules: rules, streams: streams, daemon: daemon))
+                        StatusPageHandler(rules: rules, streams: streams, connections: connections, refusals: refusals, daemon: daemon,
+                                          commands: commands))
                 }
             }
             .bind(host: declaration.host, port: Int(declaration.port)).wait()
         self.streams = streams
+        self.connections = connections
+        self.refusals = refusals
         streams.start()
     }
 
@@ -98,42 +132,256 @@ final class StatusPageServer: Sendable {
 }
 
 /// What a request must be to be served, from the `http:` block.
+///
+/// Against DNS rebinding (a web page elsewhere pointing a name of its own at this machine, so that the browser
+/// sends its requests here as that page's own): on loopback every request must name a loopback host, and on every
+/// listener a command must name a loopback host, a name of `hosts:` or one of this machine's addresses, and come
+/// from the page at that host (`Origin:`, which browsers send with every POST). SSRCs and addresses are shown only
+/// to a client on loopback asking for a loopback host.
 struct StatusPageRules: Sendable {
     var control: Bool
-    /// The `Host:` headers taken, when listening on loopback; nil: any.
-    var hosts: Set<String>?
+    /// The port listened on.
+    var port: UInt16
+    /// True if it listens on loopback: every request must name a loopback host.
+    var loopbackOnly: Bool
+    /// `hosts:`, lowercased.
+    var hosts: Set<String>
 
     init(_ declaration: HTTPDeclaration) {
         control = declaration.control
-        let loopback = ["127.0.0.1", "::1", "localhost"].contains(declaration.host) || declaration.host.hasPrefix("127.")
-        hosts = loopback ? Set([declaration.host.contains(":") ? "[\(declaration.host)]" : declaration.host, "localhost"]
-            .flatMap { [$0, "\($0):\(declaration.port)"] }) : nil
+        port = declaration.port
+        loopbackOnly = NetworkAddress(numeric: declaration.host, port: 0)?.isLoopback == true
+        hosts = Set(declaration.hosts)
+    }
+
+    /// The name (lowercased, an IPv6 address without its brackets) and port of a `Host:` header such as
+    /// `rack.local:8080` or `[::1]:8080`; nil if it is none.
+    static func parseHost(_ header: String?) -> (name: String, port: UInt16?)? {
+        guard let header = header?.lowercased(), !header.isEmpty else { return nil }
+        var name = Substring(header)
+        var port: Substring?
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return nil }
+            let rest = name[name.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            port = rest.isEmpty ? nil : rest.dropFirst()
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.firstIndex(of: ":") {
+            port = name[name.index(after: colon)...]
+            name = name[..<colon]
+        }
+        guard !name.isEmpty else { return nil }
+        guard let port else { return (String(name), nil) }
+        guard let number = UInt16(port) else { return nil }
+        return (String(name), number)
+    }
+
+    /// True if `host` (a `Host:` header) names this page at a loopback name, `localhost` or a loopback address,
+    /// with its port or none.
+    func isLoopbackHost(_ host: String?) -> Bool {
+        guard let (name, port) = Self.parseHost(host), port == nil || port == self.port else { return false }
+        return name == "localhost" || NetworkAddress(numeric: name, port: 0)?.isLoopback == true
+    }
+
+    /// True if a command may be taken from a request with these `Host:` and `Origin:` headers: the host a loopback
+    /// name, one of `hosts` or one of `addresses` (this machine's, asked only if needed), with the page's port or
+    /// none; the origin, if the client sent one (browsers do), the page's own.
+    func acceptsCommand(host: String?, origin: String?, addresses: () -> [NetworkAddress]) -> Bool {
+        guard let host, let (name, port) = Self.parseHost(host), port == nil || port == self.port else { return false }
+        if let origin, origin.lowercased() != "http://" + host.lowercased() { return false }
+        if isLoopbackHost(host) || hosts.contains(name) { return true }
+        guard let address = NetworkAddress(numeric: name, port: 0) else { return false }
+        return addresses().contains { $0.family == address.family && $0.bytes == address.bytes }
+    }
+
+    /// True if a page asked for by `client` with this `Host:` may show SSRCs and addresses: only a client on
+    /// loopback asking for a loopback host (not the room's network, nor a page elsewhere rebinding a name).
+    func showsNetworkIdentities(to client: NetworkAddress?, host: String?) -> Bool {
+        client?.isLoopback == true && isLoopbackHost(host)
     }
 }
 
-/// The pages reading `/events`, and the timer that pushes them the status. Unchecked: the timer is set and
-/// cancelled on the daemon's control queue only; the rest is constant or under the mutex.
+/// What a status page turned away, by why: counted (`status --json`: `http.refused`) and logged, the first 20 of
+/// each kind, then every 1000th.
+final class PageRefusals: Sendable {
+    /// Why a connection, a request or a page was turned away.
+    enum Reason: String, CaseIterable {
+        /// A connection closed at once because `StatusPageServer.connectionLimit` were open.
+        case overConnectionLimit
+        /// A connection closed because its request was not whole within `StatusPageServer.requestTimeout`.
+        case requestTooSlow
+        /// A page dropped because it took no events (its buffers full) for `StatusStreams.stallTimeout`, or made
+        /// way for a new page while it took none.
+        case stalledStream
+        /// `/events` answered 503: `StatusStreams.limit` pages stream and all of them read.
+        case tooManyPages
+        /// A request to a loopback listener naming another host (421).
+        case foreignHost
+        /// A command naming a host the page is not known by, or from a page at another site (403).
+        case commandFromElsewhere
+    }
+
+    private let tally = Mutex<[Reason: Int]>([:])
+    /// True from a failed accept to the next that succeeds; such spells are logged once each.
+    private let acceptFailing = Mutex((failing: false, spells: 0))
+    private let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Every reason's count, by name.
+    var counts: [String: Int] {
+        tally.withLock { tally in Dictionary(uniqueKeysWithValues: Reason.allCases.map { ($0.rawValue, tally[$0] ?? 0) }) }
+    }
+
+    /// Counts one refusal and logs `what` if it is among those logged.
+    func count(_ reason: Reason, _ what: @autoclosure () -> String) {
+        let count = tally.withLock { tally in
+            tally[reason, default: 0] += 1
+            return tally[reason, default: 0]
+        }
+        if isLogged(count) { logger.warning("status page: \(what()) (\(count) so far)") }
+    }
+
+    /// The listener could not accept a connection (out of file descriptors) and waits a second: logged once until
+    /// it accepts again.
+    func acceptFailed(_ error: IOError) {
+        let spell = acceptFailing.withLock { state -> Int? in
+            guard !state.failing else { return nil }
+            state = (true, state.spells + 1)
+            return state.spells
+        }
+        if let spell, isLogged(spell) {
+            logger.warning("status page: cannot accept a connection: \(error); trying again every second (\(spell) times so far)")
+        }
+    }
+
+    /// The listener accepted a connection.
+    func accepted() {
+        acceptFailing.withLock { $0.failing = false }
+    }
+}
+
+/// The open connections of a status page, at most `limit`. When they are all open, a newcomer takes the place of
+/// the one that has waited longest without sending its whole request (a browser sends its request at once); if
+/// every connection has sent it (pages streaming, answers on their way), the newcomer is turned away.
+final class PageConnections: Sendable {
+    private struct Connection {
+        var channel: any Channel
+        /// Its place in the order of accepting.
+        var order: Int
+        var requestWhole = false
+    }
+
+    private let limit: Int
+    private let open = Mutex<(connections: [ObjectIdentifier: Connection], accepted: Int)>(([:], 0))
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// The connections open now.
+    var count: Int { open.withLock { $0.connections.count } }
+
+    /// Takes `channel`; returns the connection to close: nil if there was room, the one that makes way, or
+    /// `channel` itself if none can.
+    func admit(_ channel: any Channel) -> (any Channel)? {
+        open.withLock { open in
+            open.accepted += 1
+            var closing: (any Channel)?
+            if open.connections.count >= limit {
+                guard let oldest = open.connections.values.filter({ !$0.requestWhole }).min(by: { $0.order < $1.order }) else {
+                    return channel
+                }
+                open.connections[ObjectIdentifier(oldest.channel)] = nil
+                closing = oldest.channel
+            }
+            open.connections[ObjectIdentifier(channel)] = Connection(channel: channel, order: open.accepted)
+            return closing
+        }
+    }
+
+    /// `channel` has sent its whole request: it no longer makes way for newcomers.
+    func requestIsWhole(_ channel: any Channel) {
+        open.withLock { $0.connections[ObjectIdentifier(channel)]?.requestWhole = true }
+    }
+
+    /// `channel` closed.
+    func remove(_ channel: any Channel) {
+        _ = open.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+}
+
+/// On the listener: lets each accepted connection in through `PageConnections`, closing the one that makes way,
+/// or the newcomer when none can.
+final class ConnectionGate: ChannelInboundHandler {
+    typealias InboundIn = any Channel
+    typealias InboundOut = any Channel
+
+    private let connections: PageConnections
+    private let refusals: PageRefusals
+
+    init(connections: PageConnections, refusals: PageRefusals) {
+        self.connections = connections
+        self.refusals = refusals
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let accepted = unwrapInboundIn(data)
+        refusals.accepted()
+        if let closing = connections.admit(accepted) {
+            let whom = closing === accepted ? "a new connection" : "the connection that had waited longest for its request"
+            refusals.count(.overConnectionLimit, "\(StatusPageServer.connectionLimit) connections are open, the most taken; closed \(whom)")
+            closing.close(promise: nil)
+            if closing === accepted { return }
+        }
+        let connections = connections
+        accepted.closeFuture.whenComplete { _ in connections.remove(accepted) }
+        context.fireChannelRead(data)
+    }
+}
+
+/// The pages reading `/events`, and the timer that pushes them the status; also makes the reports `GET /status`
+/// answers with. Unchecked: the timer is set and cancelled on the daemon's control queue only; the rest is
+/// constant or under the mutexes.
 final class StatusStreams: @unchecked Sendable {
-    /// At most this many pages at once; more are answered 503.
+    /// At most this many pages at once.
     static let limit = 32
+    /// How long a page may take no events (its buffers full: it does not read) before it is dropped, in nanoseconds.
+    static let stallTimeout: UInt64 = 10_000_000_000
+
+    private struct Stream {
+        var channel: any Channel
+        /// True if it is beyond loopback: SSRCs and addresses are withheld.
+        var withholding: Bool
+        /// When it was first seen not to take events (nil while it takes them).
+        var stalledSince: MonotonicInstant?
+    }
 
     private let control: Bool
     private let daemon: DaemonAccess
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let refusals: PageRefusals
+    private let streams = Mutex<[ObjectIdentifier: Stream]>([:])
+    /// Where reports are made (they wait for the daemon's queues), one at a time: the timer's pushes and `report`.
+    private let reporting = DispatchQueue(label: "jambridge.status-page", qos: .utility)
+    /// What waits for the next report made by `report`.
+    private let waiting = Mutex<[@Sendable (DaemonStatus?) -> Void]>([])
     /// Made by `start` (a Dispatch source released before it is activated traps); `start` and `stop` run on the
     /// daemon's control queue.
     private var timer: (any DispatchSourceTimer)?
 
-    init(control: Bool, daemon: DaemonAccess) {
+    init(control: Bool, daemon: DaemonAccess, refusals: PageRefusals) {
         self.control = control
         self.daemon = daemon
+        self.refusals = refusals
     }
 
     /// The pages open now.
-    var count: Int { channels.withLock { $0.count } }
+    var count: Int { streams.withLock { $0.count } }
 
     func start() {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "jambridge.status-page", qos: .utility))
+        let timer = DispatchSource.makeTimerSource(queue: reporting)
         timer.setEventHandler { [self] in push() }
         timer.schedule(deadline: .now(), repeating: StatusPageServer.eventInterval)
         timer.activate()
@@ -144,39 +392,93 @@ final class StatusStreams: @unchecked Sendable {
     /// none).
     func stop() {
         timer?.cancel()
-        let open = channels.withLock { channels in
-            defer { channels.removeAll() }
-            return Array(channels.values)
+        let open = streams.withLock { streams in
+            defer { streams.removeAll() }
+            return Array(streams.values)
         }
-        for channel in open { channel.close(promise: nil) }
+        for stream in open { stream.channel.close(promise: nil) }
     }
 
-    /// Takes `channel`, whose response head is sent, as a page to push to; false if there are too many.
-    func add(_ channel: any Channel) -> Bool {
-        channels.withLock { channels in
-            guard channels.count < Self.limit else { return false }
-            channels[ObjectIdentifier(channel)] = channel
-            return true
+    /// Takes `channel`, whose response head is sent, as a page to push to. When all places are taken, a page that
+    /// takes no events makes way (the one that has taken none longest); false if none does.
+    func add(_ channel: any Channel, withholding: Bool) -> Bool {
+        let now = MonotonicClock.now()
+        let (added, displaced) = streams.withLock { streams -> (Bool, (any Channel)?) in
+            var displaced: (any Channel)?
+            if streams.count >= Self.limit {
+                guard let stalled = streams.values.filter({ !$0.channel.isWritable })
+                    .min(by: { $0.stalledSince ?? now < $1.stalledSince ?? now }) else { return (false, nil) }
+                streams[ObjectIdentifier(stalled.channel)] = nil
+                displaced = stalled.channel
+            }
+            streams[ObjectIdentifier(channel)] = Stream(channel: channel, withholding: withholding)
+            return (true, displaced)
         }
+        if let displaced {
+            refusals.count(.stalledStream, "dropped a page that took no events to make way for a new one")
+            displaced.close(promise: nil)
+        }
+        if !added { refusals.count(.tooManyPages, "\(Self.limit) pages are open, the most taken; answered 503 to another") }
+        return added
     }
 
     func remove(_ channel: any Channel) {
-        _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
-    /// The state as JSON, or nil once the daemon stops.
-    func state() -> [UInt8]? {
-        guard let status = daemon.report() else { return nil }
-        return (try? JSONEncoder.status().encode(StatusPageState(control: control, status: status))).map(Array.init)
+    /// Calls `deliver` on a queue of its own with the daemon's status (nil once it stops), never on the caller's
+    /// thread: a report waits for the daemon's queues. Requests made while one is being made share the next.
+    func report(_ deliver: @escaping @Sendable (DaemonStatus?) -> Void) {
+        let first = waiting.withLock { waiting in
+            waiting.append(deliver)
+            return waiting.count == 1
+        }
+        guard first else { return }
+        reporting.async { [self] in
+            let status = daemon.report()
+            let delivering = waiting.withLock { waiting in
+                defer { waiting = [] }
+                return waiting
+            }
+            for deliver in delivering { deliver(status) }
+        }
     }
 
-    /// Sends every page the status, skipping those whose last events are still unsent.
+    /// The page's JSON of `status`, `withholding` SSRCs and addresses for a client beyond loopback.
+    func state(_ status: DaemonStatus, withholding: Bool) -> [UInt8] {
+        Array((try? JSONEncoder.status(withholding: withholding).encode(StatusPageState(control: control, status: status))) ?? Data())
+    }
+
+    /// Sends every page that takes events the status; drops those that have taken none for `stallTimeout`.
     private func push() {
-        let open = channels.withLock { Array($0.values) }
-        guard !open.isEmpty, let state = state() else { return }
-        let event = ByteBuffer(bytes: Array("data: ".utf8) + state + Array("\n\n".utf8))
-        for channel in open where channel.isWritable {
-            channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(event)), promise: nil)
+        let now = MonotonicClock.now()
+        let (taking, stalled) = streams.withLock { streams -> ([Stream], [Stream]) in
+            var taking: [Stream] = [], stalled: [Stream] = []
+            for (id, stream) in streams {
+                if stream.channel.isWritable {
+                    streams[id]?.stalledSince = nil
+                    taking.append(stream)
+                } else if let since = stream.stalledSince {
+                    if since.advanced(byNanoseconds: Self.stallTimeout) <= now {
+                        streams[id] = nil
+                        stalled.append(stream)
+                    }
+                } else {
+                    streams[id]?.stalledSince = now
+                }
+            }
+            return (taking, stalled)
+        }
+        for stream in stalled {
+            refusals.count(.stalledStream, "dropped a page that took no events for \(Self.stallTimeout / 1_000_000_000) s")
+            stream.channel.close(promise: nil)
+        }
+        guard !taking.isEmpty, let status = daemon.report() else { return }
+        var events: [Bool: ByteBuffer] = [:]
+        for stream in taking {
+            let event = events[stream.withholding] ?? ByteBuffer(bytes: Array("data: ".utf8) + state(status, withholding: stream.withholding) + Array("\n\n".utf8))
+            events[stream.withholding] = event
+            stream.channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(event)), promise: nil)
         }
     }
 }
@@ -188,16 +490,38 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let rules: StatusPageRules
     private let streams: StatusStreams
+    private let connections: PageConnections
+    private let refusals: PageRefusals
     private let daemon: DaemonAccess
+    /// Where commands wait for the daemon, one at a time.
+    private let commands: DispatchQueue
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
-    /// True once the connection carries `/events`: it sends nothing more and is never idle-closed.
-    private var streaming = false
+    /// Closes the connection if its request is not whole within `StatusPageServer.requestTimeout` of accept.
+    private var deadline: Scheduled<Void>?
 
-    init(rules: StatusPageRules, streams: StatusStreams, daemon: DaemonAccess) {
+    init(rules: StatusPageRules, streams: StatusStreams, connections: PageConnections, refusals: PageRefusals, daemon: DaemonAccess,
+         commands: DispatchQueue) {
         self.rules = rules
         self.streams = streams
+        self.connections = connections
+        self.refusals = refusals
         self.daemon = daemon
+        self.commands = commands
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        let refusals = refusals
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: StatusPageServer.requestTimeout) {
+            refusals.count(.requestTooSlow, "closed a connection that had not sent its whole request within "
+                           + "\(StatusPageServer.requestTimeout.nanoseconds / 1_000_000_000) s")
+            channel.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -216,36 +540,32 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let request = head else { return }
             head = nil
+            deadline?.cancel()
+            connections.requestIsWhole(context.channel)
             serve(request, context: context)
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            if !streaming { context.close(promise: nil) }
-        } else {
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
-
     func channelInactive(context: ChannelHandlerContext) {
-        if streaming { streams.remove(context.channel) }
+        streams.remove(context.channel)
         context.fireChannelInactive()
     }
 
     private func serve(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
-        if let hosts = rules.hosts, !hosts.contains(request.headers.first(name: "host")?.lowercased() ?? "") {
+        let host = request.headers.first(name: "host")
+        if rules.loopbackOnly, !rules.isLoopbackHost(host) {
+            refusals.count(.foreignHost, "answered 421 to a request for another host on loopback")
             return respond(context, .misdirectedRequest, text: "this page answers only at its loopback address")
         }
+        let withholding = !rules.showsNetworkIdentities(to: Self.networkAddress(context.channel.remoteAddress), host: host)
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         switch (request.method, path) {
         case (.GET, "/"):
             respond(context, .ok, type: "text/html; charset=utf-8", body: Array(StatusPageHTML.page.utf8))
         case (.GET, "/status"):
-            guard let state = streams.state() else { return respond(context, .serviceUnavailable, text: "jambridge is stopping") }
-            respond(context, .ok, type: "application/json", body: state)
+            status(context, withholding: withholding)
         case (.GET, "/events"):
-            stream(context)
+            stream(context, withholding: withholding)
         case (.POST, "/control"):
             command(request, context: context)
         case (_, "/"), (_, "/status"), (_, "/events"), (_, "/control"):
@@ -255,12 +575,26 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// `GET /status`: answered once a report is made, off the event loop.
+    private func status(_ context: ChannelHandlerContext, withholding: Bool) {
+        let streams = streams
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        streams.report { status in
+            let state = status.map { streams.state($0, withholding: withholding) }
+            eventLoop.execute {
+                let (handler, context) = loopBound.value
+                guard let state else { return handler.respond(context, .serviceUnavailable, text: "jambridge is stopping") }
+                handler.respond(context, .ok, type: "application/json", body: state)
+            }
+        }
+    }
+
     /// Starts `/events`: the head, then the streams' timer writes each event.
-    private func stream(_ context: ChannelHandlerContext) {
-        guard streams.add(context.channel) else {
+    private func stream(_ context: ChannelHandlerContext, withholding: Bool) {
+        guard streams.add(context.channel, withholding: withholding) else {
             return respond(context, .serviceUnavailable, text: "too many pages are open (at most \(StatusStreams.limit))")
         }
-        streaming = true
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/event-stream")
         headers.add(name: "Cache-Control", value: "no-store")
@@ -272,6 +606,13 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard rules.control else {
             return respond(context, .forbidden, text: "the route file does not let the page control the jam ('http: { control: true }')")
         }
+        let host = request.headers.first(name: "host"), origin = request.headers.first(name: "origin")
+        guard rules.acceptsCommand(host: host, origin: origin, addresses: NetworkAddress.interfaceAddresses) else {
+            refusals.count(.commandFromElsewhere, "refused a command from \(context.channel.remoteAddress.map { "\($0)" } ?? "a client") "
+                           + "naming host '\((host ?? "").prefix(64))' from '\((origin ?? "").prefix(64))' (403)")
+            return respond(context, .forbidden, text: "commands are taken only from the page at this machine's address or at a name "
+                           + "'http: { hosts: [...] }' lists")
+        }
         // A form another site posts carries a simple type; JSON needs a preflight this server never grants.
         guard request.headers.first(name: "content-type")?.lowercased().hasPrefix("application/json") == true else {
             return respond(context, .unsupportedMediaType, text: "a command is JSON (Content-Type: application/json)")
@@ -280,14 +621,14 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
             return respond(context, .badRequest, text: #"a command is {"command": "start"}, {"command": "stop"} or {"command": "tempo", "bpm": 96}"#)
         }
         let daemon = daemon
-        let channel = context.channel
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        DispatchQueue.global().async {
+        let eventLoop = context.eventLoop
+        commands.async {
             let reply = switch daemon.perform(.jam(command)) {
             case .success(let message): ControlReply(ok: true, message: message)
             case .failure(let refusal): ControlReply(ok: false, message: refusal.reason)
             }
-            channel.eventLoop.execute {
+            eventLoop.execute {
                 let (handler, context) = loopBound.value
                 handler.respond(context, reply.ok ? .ok : .conflict, type: "application/json", body: reply.line)
             }
@@ -298,8 +639,10 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         respond(context, status, type: "text/plain; charset=utf-8", body: Array((text + "\n").utf8))
     }
 
-    /// Sends a whole response and closes the connection (the page opens one per request; nothing is kept alive).
+    /// Sends a whole response and closes the connection (the page opens one per request; nothing is kept alive);
+    /// nothing if the client has gone meanwhile.
     private func respond(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, type: String, body: [UInt8]) {
+        guard context.channel.isActive else { return }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: type)
         headers.add(name: "Content-Length", value: "\(body.count)")
@@ -309,5 +652,15 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// A client's address as `NetworkAddress` (an IPv4-mapped IPv6 one as IPv4); nil if it is not IP.
+    private static func networkAddress(_ address: SocketAddress?) -> NetworkAddress? {
+        guard let address else { return nil }
+        var storage = sockaddr_storage()
+        address.withSockAddr { pointer, size in
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: min(size, $0.count))) }
+        }
+        return NetworkAddress(socketAddress: storage)
     }
 }

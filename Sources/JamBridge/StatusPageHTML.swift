@@ -117,7 +117,7 @@ function draw(state) {
 
   const session = status.session;
   list($("peers"), session ? session.peers.map((peer) => [
-    peer.name + " - " + peer.address + (peer.roundTripMs === undefined ? ", not synced yet"
+    peer.name + (peer.address ? " - " + peer.address : "") + (peer.roundTripMs === undefined ? ", not synced yet"
       : ", round trip " + peer.roundTripMs.toFixed(1) + " ms, clock offset " + peer.clockOffsetMs.toFixed(1) + " ms")
       + (peer.journalRepairs ? ", " + peer.journalRepairs + " repairs" : ""), peer.name]) : []);
   if (session && session.peers.length === 0) list($("peers"), [["session " + session.name + " on port " + session.port + ": no peers yet"]]);
@@ -130,8 +130,9 @@ function draw(state) {
     }
   }
   for (const [name, osc] of Object.entries(status.osc)) {
-    devices.push([name + " (OSC " + osc.listen + ") - " + (osc.controllers.length
-      ? osc.controllers.map((c) => c.address).join(", ") : "no controller heard"), name]);
+    const heard = osc.controllers.length === 0 ? "no controller heard" : osc.controllers[0].address
+      ? osc.controllers.map((c) => c.address).join(", ") : osc.controllers.length + " controller(s) heard";
+    devices.push([name + " (OSC " + osc.listen + ") - " + heard, name]);
   }
   list($("devices"), devices.length ? devices : [["no devices"]]);
 

@@ -8,12 +8,17 @@ public struct HTTPDeclaration: Equatable, Sendable {
     public var port: UInt16 = 8080
     /// True if the page may start and stop the rhythm and set the tempo (`control: true`).
     public var control = false
+    /// The names (lowercased) the page is reached by besides loopback and this machine's addresses, such as
+    /// `rack.local` (`hosts:`): a command is taken only from a page at one of them.
+    public var hosts: [String] = []
     public var location: SourceLocation
 
-    public init(host: String = "127.0.0.1", port: UInt16 = 8080, control: Bool = false, location: SourceLocation) {
+    public init(host: String = "127.0.0.1", port: UInt16 = 8080, control: Bool = false, hosts: [String] = [],
+                location: SourceLocation) {
         self.host = host
         self.port = port
         self.control = control
+        self.hosts = hosts
         self.location = location
     }
 
@@ -22,13 +27,13 @@ public struct HTTPDeclaration: Equatable, Sendable {
 
     /// True if both serve the same page at the same place (where they are written aside).
     public func isSame(as other: HTTPDeclaration) -> Bool {
-        (host, port, control) == (other.host, other.port, other.control)
+        (host, port, control, hosts) == (other.host, other.port, other.control, other.hosts)
     }
 }
 
 extension RouteFileDocument {
-    /// Reads the top-level `http:` block: `{ listen: "127.0.0.1:8080", control: false }`, either key left out for
-    /// its default.
+    /// Reads the top-level `http:` block: `{ listen: "127.0.0.1:8080", control: false, hosts: [rack.local] }`, any
+    /// key left out for its default.
     mutating func readHTTPBlock(_ node: Node, key: Node) -> HTTPDeclaration {
         var declaration = HTTPDeclaration(location: location(key))
         if Self.isEmpty(node) { return declaration }
@@ -46,11 +51,38 @@ extension RouteFileDocument {
                 }
             case "control":
                 declaration.control = readBool(value, key: "control") ?? false
+            case "hosts":
+                declaration.hosts = readHTTPHosts(value)
             default:
                 failUnknownKey(keyNode, name, known: RouteFileVocabulary.httpKeys, in: "the 'http' block")
             }
         }
         return declaration
+    }
+
+    /// `hosts:`: the names the page is reached by, host names or numeric addresses, lowercased; entries with
+    /// mistakes are left out.
+    private mutating func readHTTPHosts(_ node: Node) -> [String] {
+        let form = "'hosts' lists the names a browser reaches this page by, such as [rack.local, 192.168.1.20]"
+        if Self.isEmpty(node) { return [] }
+        guard let sequence = node.sequence else {
+            fail(node, "\(form), not \(Self.describe(node)) (a single name goes in a list)")
+            return []
+        }
+        var hosts: [String] = []
+        for item in sequence {
+            guard let name = item.scalar?.string, !Self.isEmpty(item) else {
+                fail(item, "\(form), not \(Self.describe(item))")
+                continue
+            }
+            guard Self.isHostName(name) || Self.isNumericAddress(name) else {
+                fail(item, "'\(name)' is not a host name or a numeric address; write the name alone, such as rack.local "
+                     + "(no http://, port or path)")
+                continue
+            }
+            hosts.append(name.lowercased())
+        }
+        return hosts
     }
 
     /// `listen:`: a TCP port (on loopback), or `"HOST:PORT"` with a numeric host, an IPv6 one in brackets.

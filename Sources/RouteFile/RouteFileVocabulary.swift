@@ -5,7 +5,7 @@ enum RouteFileVocabulary {
     /// Top-level keys this version reads.
     static let topLevelKeys = ["session", "alsa", "clock", "activity", "drums", "http", "endpoints", "routes"]
     /// Keys of the `http:` mapping.
-    static let httpKeys = ["listen", "control"]
+    static let httpKeys = ["listen", "control", "hosts"]
     /// Keys of the `drums:` mapping.
     static let drumsKeys = ["style", "kit", "voices", "level", "seed", "mute", "audio", "notes"]
     /// The endpoint name of the drum sequencer's notes.

@@ -30,6 +30,29 @@ extension NetworkAddress {
         }
     }
 
+    /// The addresses of this machine's network interfaces, loopback included (port 0); none if they cannot be read.
+    public static func interfaceAddresses() -> [NetworkAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var found: [NetworkAddress] = []
+        var entry = list
+        while let current = entry {
+            if let address = current.pointee.ifa_addr {
+                let size = switch Int32(address.pointee.sa_family) {
+                case AF_INET: MemoryLayout<sockaddr_in>.size
+                case AF_INET6: MemoryLayout<sockaddr_in6>.size
+                default: 0
+                }
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: size)) }
+                if size > 0, let local = NetworkAddress(socketAddress: storage) { found.append(local) }
+            }
+            entry = current.pointee.ifa_next
+        }
+        return found
+    }
+
     /// A numeric address, or the first address `host` resolves to (IPv4 preferred), at `port`.
     public static func resolve(_ host: String, port: UInt16) throws(HostResolutionError) -> NetworkAddress {
         if let numeric = NetworkAddress(numeric: host, port: port) { return numeric }

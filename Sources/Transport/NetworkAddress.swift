@@ -45,6 +45,11 @@ public struct NetworkAddress: Hashable, Sendable, CustomStringConvertible {
         return copy
     }
 
+    /// True for 127.0.0.0/8 and ::1 (an IPv4-mapped address made from a sockaddr is IPv4 already).
+    public var isLoopback: Bool {
+        family == .ipv4 ? bytes.0 >> 56 == 127 : bytes == (0, 1)
+    }
+
     /// True if both are the same host (ports may differ).
     public func isSameHost(as other: NetworkAddress) -> Bool {
         family == other.family && bytes == other.bytes && scopeID == other.scopeID

@@ -287,6 +287,104 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         daemon.interrupt()
         #expect(daemon.finish(killingAfter: 30).status == 0)
     }
+
+    /// A user's socket directory (`/tmp/jambridge-UID` without XDG_RUNTIME_DIR) that another user owns, or that
+    /// others may write in, is refused by the daemon and its clients, saying what to do; one that is not there is made
+    /// with mode 0700. Run as `nobody` (uid 65534).
+    @Test(.enabled(if: getuid() == 0, "switching to another user needs root"))
+    func aForeignOrWorldWritableSocketDirectoryIsRefused() throws {
+        let directory = "/tmp/jambridge-65534"
+        try? FileManager.default.removeItem(atPath: directory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = try temporaryDirectory().appendingPathComponent("routes.yaml")
+        try "clock: {}\n".write(to: file, atomically: true, encoding: .utf8)
+        let asNobody = ["-u", "XDG_RUNTIME_DIR", "-u", "RUNTIME_DIRECTORY", "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                        executable.path]
+        let run = { try JamBridgeProcess(asNobody + ["run", "--stop-after", "3", file.path], launcher: "/usr/bin/env").finish(killingAfter: 60) }
+        let status = { try JamBridgeProcess(asNobody + ["status"], launcher: "/usr/bin/env").finish(killingAfter: 30) }
+
+        // Another user's (root's), as if made before this user ever ran jambridge.
+        #expect(mkdir(directory, 0o755) == 0)
+        let foreign = "the control socket's directory \(directory) belongs to user 'root' (0), not to you (user 'nobody' (65534)): "
+            + "another user could answer in jambridge's place. Remove it (sudo rm -r \(directory)), or set XDG_RUNTIME_DIR to a directory of your own"
+        let refusedForeign = try run()
+        #expect(refusedForeign.status == 0 && refusedForeign.err.contains(foreign + "; 'jambridge status', 'reload' and the jam's commands cannot reach"),
+                "\(refusedForeign.err)")
+        let clientForeign = try status()
+        #expect(clientForeign.status == 1 && clientForeign.err.contains(foreign), "\(clientForeign.err)")
+
+        // This user's, but anyone may write in it.
+        #expect(chown(directory, 65534, 65534) == 0 && chmod(directory, 0o777) == 0)
+        let writable = "the control socket's directory \(directory) can be written by others (mode 777): another user could put a socket of "
+            + "their own in it and answer in jambridge's place. Make it yours alone (chmod 700 \(directory)), or remove it"
+        let refusedWritable = try run()
+        #expect(refusedWritable.status == 0 && refusedWritable.err.contains(writable), "\(refusedWritable.err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "no socket was made in it")
+        let clientWritable = try status()
+        #expect(clientWritable.status == 1 && clientWritable.err.contains(writable), "\(clientWritable.err)")
+
+        // None there: the daemon makes it, this user's alone, and its clients reach it.
+        try FileManager.default.removeItem(atPath: directory)
+        let daemon = try JamBridgeProcess(asNobody + ["run", "--stop-after", "60", file.path], launcher: "/usr/bin/env")
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "control socket: \(directory)/control-"), "\(daemon.errorSoFar)")
+        var info = stat()
+        #expect(lstat(directory, &info) == 0 && info.st_uid == 65534 && info.st_mode & 0o7777 == 0o700)
+        let reached = try status()
+        #expect(reached.status == 0 && reached.out.contains("jam: idle"), "\(reached)")
+        daemon.interrupt()
+        #expect(daemon.finish(killingAfter: 30).status == 0)
+    }
+
+    /// Out of file descriptors (the status page's connections hold them all, under a limit of 64), the control socket
+    /// backs off instead of spinning, says so once, and answers once descriptors are free again.
+    @Test func outOfFileDescriptorsTheControlSocketBacksOffAndSaysSoOnce() throws {
+        let dir = try temporaryDirectory()
+        let control = dir.appendingPathComponent("control.sock").path
+        let file = dir.appendingPathComponent("routes.yaml")
+        let port = UInt16.random(in: 40_000...60_000)
+        try "clock: {}\nhttp: { listen: \(port) }\n".write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["--nofile=64", "--", executable.path, "run", "--stop-after", "120", "--control", control, file.path],
+                                          launcher: "/usr/bin/prlimit")
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "control socket: \(control)"), "\(daemon.errorSoFar)")
+        // Connections that send nothing, until the daemon can accept no more.
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        let openFiles = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? 0 }
+        while openFiles() < 64, held.count < 100 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
+                                      sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            held.append(fd)
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(openFiles() == 64)
+        // A client of the control socket waits in the backlog: three seconds of CPU time, not of spinning.
+        let client = try connected(control)
+        defer { close(client) }
+        let request = Array(#"{"command": "status"}"#.utf8) + [10]
+        #expect(write(client, request, request.count) == request.count)
+        let ticks = { () -> Int in
+            let fields = ((try? String(contentsOfFile: "/proc/\(daemon.pid)/stat", encoding: .utf8)) ?? "").split(separator: ")").last?.split(separator: " ") ?? []
+            return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+        }
+        let before = ticks()
+        Thread.sleep(forTimeInterval: 3)
+        let used = Double(ticks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        #expect(used < 0.5, "\(used) s of CPU time in 3 s")
+        held.forEach { close($0) }
+        held = []
+        #expect(readAll(client).hasPrefix(#"{"message":"jambridge \#(daemon.pid) running"#))
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.components(separatedBy: "control socket: cannot accept a client: Too many open files; trying again every second").count == 2,
+                "\(result.err)")
+    }
 }
 
 /// Runs jambridge under `setpriv CREDENTIALS`; its status, standard output and standard error.

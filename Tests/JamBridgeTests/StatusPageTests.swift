@@ -235,7 +235,11 @@ import Testing
         try routes(http: "http: { listen: \"127.0.0.1:\(moved)\", control: true }").write(to: file, atomically: true, encoding: .utf8)
         #expect(try jambridge(["reload", "--pid", "\(daemon.pid)"], killingAfter: 60).status == 0)
         #expect(waitUntilListening(moved) && !isListening(port))
-        let started = try #require(json(request(moved, "POST", "/control", headers: command, body: #"{"command": "tempo", "bpm": 96}"#)))
+        // A page of another site may not command it, even through the loopback name (Origin).
+        #expect(request(moved, "POST", "/control", headers: command + ["Origin: http://evil.example"],
+                        body: #"{"command": "tempo", "bpm": 300}"#)?.hasPrefix("HTTP/1.1 403 ") == true)
+        let started = try #require(json(request(moved, "POST", "/control", headers: command + ["Origin: http://127.0.0.1:\(moved)"],
+                                                body: #"{"command": "tempo", "bpm": 96}"#)))
         #expect(started["ok"] as? Bool == true, "\(started)")
         #expect(request(moved, "POST", "/control", headers: command, body: #"{"command": "reload"}"#)?.hasPrefix("HTTP/1.1 400 ") == true)
         try routes(http: "").write(to: file, atomically: true, encoding: .utf8)
@@ -269,4 +273,278 @@ import Testing
         #expect(result.status == 2, "\(result.err)")
         #expect(result.err.contains("\(file.path):1:1: the status page cannot listen on 127.0.0.1:\(UInt16(bigEndian: address.sin_port)): "), "\(result.err)")
     }
+
+    // MARK: - Hostile clients (issue 29)
+
+    /// A TCP connection from the test to 127.0.0.1:`port` (reads time out after `seconds`), or nil if it could not
+    /// connect.
+    private func connection(_ port: UInt16, seconds: Int = 30) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
+                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    private func sendText(_ fd: Int32, _ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// True if the server has closed `fd` (its end is there to read, after anything it sent; nothing is read).
+    private func isClosedByServer(_ fd: Int32) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 0) == 1 else { return false }
+            let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count <= 0 { return count == 0 || errno == ECONNRESET }
+        }
+    }
+
+    /// The daemon's `http` status as its page answers it on loopback.
+    private func pageStatus(_ port: UInt16) -> [String: Any]? {
+        (json(request(port, "GET", "/status"))?["status"] as? [String: Any])?["http"] as? [String: Any]
+    }
+
+    /// A daemon playing `routes(http:)` with `http`, started (by `launcher`, if given) and listening on `port`.
+    private func pageDaemon(_ http: String, port: UInt16, launcher: [String] = []) throws -> JamBridgeProcess {
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("rack.yaml")
+        try routes(http: http).write(to: file, atomically: true, encoding: .utf8)
+        let arguments = ["run", "--stop-after", "300", file.path]
+        let daemon = launcher.isEmpty ? try JamBridgeProcess(arguments) : try JamBridgeProcess(launcher + [executable.path] + arguments, launcher: "/usr/bin/prlimit")
+        #expect(waitUntilListening(port), "\(daemon.errorSoFar)")
+        return daemon
+    }
+
+    /// A request that trickles in, a byte every 2 s, is closed 10 s after it was accepted, unanswered.
+    @Test func aTricklingRequestIsClosedTenSecondsAfterAccept() throws {
+        let port = freshTCPPort()
+        let daemon = try pageDaemon("http: { listen: \(port) }", port: port)
+        defer { daemon.interrupt() }
+        let fd = try #require(connection(port, seconds: 120))
+        defer { close(fd) }
+        let connected = Date()
+        let request = Array("GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+        let trickle = Thread {
+            for byte in request {
+                guard [byte].withUnsafeBytes({ send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }) == 1 else { return }
+                Thread.sleep(forTimeInterval: 2)
+            }
+        }
+        trickle.start()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let received = recv(fd, &buffer, buffer.count, 0)
+        let code = errno
+        let seconds = Date().timeIntervalSince(connected)
+        // Closed (not timed out on our side), without an answer: the request was never whole.
+        #expect(received == 0 || (received < 0 && code == ECONNRESET), "\(received) \(code) after \(seconds) s")
+        #expect(seconds >= 9.5 && seconds < Double(request.count) * 2 - 4, "closed after \(seconds) s")
+        #expect((pageStatus(port)?["refused"] as? [String: Any])?["requestTooSlow"] as? Int == 1)
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0 && result.err.contains("status page: closed a connection that had not sent its whole request within 10 s (1 so far)"),
+                "\(result.err)")
+    }
+
+    /// 1,000 connections that send nothing, to a daemon with the systemd unit's file limit: at most 128 stay open,
+    /// the others are closed at once and counted, and a real request is served all the while.
+    @Test func aThousandConnectionsAreCappedWhileARealRequestIsServed() throws {
+        let port = freshTCPPort()
+        let daemon = try pageDaemon("http: { listen: \(port) }", port: port, launcher: ["--nofile=1024", "--"])
+        defer { daemon.interrupt() }
+        let openFiles = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? -1 }
+        let before = openFiles()
+        let flood = (0..<1000).compactMap { _ in connection(port, seconds: 10) }
+        defer { flood.forEach { close($0) } }
+        #expect(flood.count == 1000)
+        let page = request(port, "GET", "/")
+        #expect(page?.hasPrefix("HTTP/1.1 200 OK\r\n") == true, "\(String(describing: page?.prefix(100)))")
+        let http = try #require(pageStatus(port))
+        #expect(http["connections"] as? Int ?? .max <= 128, "\(http)")
+        #expect((http["refused"] as? [String: Int])?["overConnectionLimit"] ?? 0 >= 1000 - 128, "\(http)")
+        let during = openFiles()
+        #expect(during - before <= 128 + 8, "\(before) open files before, \(during) during")
+        #expect(waitUntil { flood.filter(isClosedByServer).count >= 1000 - 128 }, "\(flood.filter(isClosedByServer).count) closed")
+        // Those left open are closed 10 s after accept, as any request that never comes.
+        #expect(waitUntil(seconds: 60) { flood.allSatisfy(isClosedByServer) })
+        #expect(request(port, "GET", "/status")?.hasPrefix("HTTP/1.1 200 ") == true)
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.components(separatedBy: "128 connections are open, the most taken").count - 1 == 20, "the first 20 logged, then every 1000th")
+    }
+
+    /// 40 pages that ask for `/events` and never read hold no place for long: each is dropped once its buffers
+    /// are full, and a real page gets its stream.
+    @Test func pagesThatNeverReadAreDroppedAndARealPageGetsItsStream() throws {
+        let port = freshTCPPort()
+        let daemon = try pageDaemon("http: { listen: \(port) }", port: port)
+        defer { daemon.interrupt() }
+        let events = "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+        let silent = (0..<40).compactMap { _ in connection(port) }
+        defer { silent.forEach { close($0) } }
+        for fd in silent { #expect(sendText(fd, events)) }
+        #expect(waitUntil { self.pageStatus(port)?["pages"] as? Int == 32 })
+
+        // A real page, as a browser's EventSource: asks again a second after a 503, then reads every event.
+        var stream: Int32?
+        var answers: [String] = []
+        let deadline = Date().addingTimeInterval(180)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while stream == nil, Date() < deadline {
+            guard let fd = connection(port), sendText(fd, events) else {
+                Thread.sleep(forTimeInterval: 1)
+                continue
+            }
+            let count = recv(fd, &buffer, buffer.count, 0)
+            let head = String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
+            answers.append(String(head.prefix(12)))
+            if head.hasPrefix("HTTP/1.1 200 ") {
+                stream = fd
+            } else {
+                close(fd)
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
+        let fd = try #require(stream, "\(answers.count) answers: \(Set(answers))")
+        defer { close(fd) }
+        let reading = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while recv(fd, &buffer, buffer.count, 0) > 0 {}
+        }
+        reading.start()
+        // Every page that does not read is dropped; the real one stays.
+        #expect(waitUntil(seconds: 120) { self.pageStatus(port)?["pages"] as? Int == 1 }, "\(String(describing: pageStatus(port)))")
+        #expect(waitUntil { silent.allSatisfy(isClosedByServer) })
+        let refused = try #require(pageStatus(port)?["refused"] as? [String: Int])
+        #expect(refused["stalledStream"] == 32 && refused["tooManyPages"] ?? 0 >= 8, "\(refused)")
+        daemon.interrupt()
+        #expect(daemon.finish(killingAfter: 30).status == 0)
+    }
+
+    /// On a listener on every interface with `control: true`, a command is taken only from a page at this machine's
+    /// address or a name `hosts:` lists: `evil.example` (DNS rebinding) and other sites (Origin) are refused,
+    /// counted, and the jam is left as it was. Everything is sent to 127.0.0.1.
+    @Test func commandsForAnotherHostOrFromAnotherSiteAreRefusedOnAWildcardListener() throws {
+        let port = freshTCPPort()
+        let daemon = try pageDaemon("http: { listen: \"0.0.0.0:\(port)\", control: true, hosts: [rack.local] }", port: port)
+        defer { daemon.interrupt() }
+        let json = ["Content-Type: application/json"]
+        let tempo = #"{"command": "tempo", "bpm": 300}"#, start = #"{"command": "start"}"#
+        let refusals = [
+            request(port, "POST", "/control", host: "evil.example:\(port)", headers: json + ["Origin: http://evil.example:\(port)"], body: tempo),
+            request(port, "POST", "/control", host: "evil.example", headers: json, body: start),
+            request(port, "POST", "/control", headers: json + ["Origin: http://evil.example"], body: start),
+            request(port, "POST", "/control", host: "rack.local:\(port)", headers: json + ["Origin: http://evil.example"], body: tempo),
+            request(port, "POST", "/control", host: "rack.local:9", headers: json, body: tempo),
+        ]
+        for reply in refusals { #expect(reply?.hasPrefix("HTTP/1.1 403 ") == true, "\(String(describing: reply))") }
+        let state = try #require(self.json(request(port, "GET", "/status"))?["status"] as? [String: Any])
+        let jam = try #require(state["jam"] as? [String: Any])
+        #expect(jam["role"] as? String == "idle" && jam["tempo"] as? Double != 300, "\(jam)")
+        #expect(((state["http"] as? [String: Any])?["refused"] as? [String: Int])?["commandFromElsewhere"] == 5, "\(state)")
+        // The page at a listed name, or at this machine's address, is obeyed.
+        let atName = self.json(request(port, "POST", "/control", host: "rack.local:\(port)", headers: json + ["Origin: http://rack.local:\(port)"],
+                                       body: #"{"command": "tempo", "bpm": 96}"#))
+        #expect(atName?["ok"] as? Bool == true, "\(String(describing: atName))")
+        let atAddress = self.json(request(port, "POST", "/control", headers: json + ["Origin: http://127.0.0.1:\(port)"], body: start))
+        #expect(atAddress?["ok"] as? Bool == true, "\(String(describing: atAddress))")
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("status page: http://0.0.0.0:\(port)/ (with start, stop and tempo, taken from a page at rack.local, localhost "
+                                    + "or this machine's addresses)"), "\(result.err)")
+        #expect(result.err.contains("naming host 'evil.example:\(port)' from 'http://evil.example:\(port)' (403) (1 so far)"), "\(result.err)")
+    }
+
+    /// A client beyond loopback (in a network namespace of the test's, from an address of its own) sees no SSRC and
+    /// no address, in `/status` and `/events`; on loopback they are there, unless the request names another host.
+    @Test(.enabled(if: getuid() == 0, "a network namespace needs root"))
+    func ssrcsAndAddressesAreWithheldBeyondLoopback() throws {
+        let namespace = "jbpage\(UInt32.random(in: 0...999_999))"
+        let ip = "/usr/sbin/ip"
+        for command in [["netns", "add", namespace], ["-n", namespace, "link", "set", "lo", "up"],
+                        ["-n", namespace, "link", "add", "lan0", "type", "dummy"],
+                        ["-n", namespace, "addr", "add", "10.77.0.1/24", "dev", "lan0"], ["-n", namespace, "link", "set", "lan0", "up"]] {
+            #expect(try run(ip, command, mergingErrors: true).status == 0, "ip \(command)")
+        }
+        defer { _ = try? run(ip, ["netns", "del", namespace]) }
+        let directory = try temporaryDirectory()
+        let httpPort = freshTCPPort(), rackPort = freshSessionPort(), otherPort = freshSessionPort()
+        let rack = directory.appendingPathComponent("rack.yaml"), other = directory.appendingPathComponent("other.yaml")
+        try """
+            session: { name: rack, port: \(rackPort), advertise: false }
+            http: { listen: "0.0.0.0:\(httpPort)" }
+            endpoints:
+              phone: { osc: { listen: \(otherPort + 2), host: 127.0.0.1, send: ["127.0.0.1:\(otherPort + 3)"] } }
+            routes:
+              - { from: phone, to: session }
+            """.write(to: rack, atomically: true, encoding: .utf8)
+        try """
+            session: { name: other, port: \(otherPort), bind: 127.0.0.1, advertise: false, invite: [ { host: 127.0.0.1, port: \(rackPort) } ] }
+            """.write(to: other, atomically: true, encoding: .utf8)
+        let inside = ["netns", "exec", namespace, executable.path, "run", "--stop-after", "120"]
+        let rackDaemon = try JamBridgeProcess(inside + [rack.path], launcher: ip)
+        let otherDaemon = try JamBridgeProcess(inside + [other.path], launcher: ip)
+        defer {
+            rackDaemon.interrupt()
+            otherDaemon.interrupt()
+        }
+        #expect(rackDaemon.waitForError(containing: "peer 'other' joined"), "\(rackDaemon.errorSoFar)")
+        // GET PATH from SOURCE to 10.77.0.1 (a client on the namespace's LAN address) or to 127.0.0.1, inside the namespace.
+        let fetch = { (source: String, path: String, host: String?) -> String in
+            let target = source == "127.0.0.1" ? "127.0.0.1" : "10.77.0.1"
+            let script = """
+                import socket, sys
+                s = socket.socket()
+                s.settimeout(20)
+                s.bind(("\(source)", 0))
+                s.connect(("\(target)", \(httpPort)))
+                s.sendall(b"GET \(path) HTTP/1.1\\r\\nHost: \(host ?? "\(target):\(httpPort)")\\r\\n\\r\\n")
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                    body = data.split(b"\\r\\n\\r\\n", 1)
+                    if len(body) == 2 and b"data: " in body[1] and body[1].endswith(b"\\n\\n"):
+                        break
+                sys.stdout.write(data.decode())
+                """
+            return (try? run(ip, ["netns", "exec", namespace, "/usr/bin/python3", "-c", script]).out) ?? ""
+        }
+        let local = fetch("127.0.0.1", "/status", nil)
+        let state = try #require(json(local)?["status"] as? [String: Any], "\(local)")
+        let session = try #require(state["session"] as? [String: Any])
+        let ssrc = try #require(session["ssrc"] as? Int)
+        let peer = try #require((session["peers"] as? [[String: Any]])?.first)
+        let peerSSRC = try #require(peer["ssrc"] as? Int)
+        let peerAddress = try #require(peer["address"] as? String)
+        #expect(peerAddress == "127.0.0.1:\(otherPort)")
+        let identities = ["\(ssrc)", "\(peerSSRC)", peerAddress, "127.0.0.1:\(otherPort + 3)"]
+        #expect(local.contains("127.0.0.1:\(otherPort + 3)"), "\(local)")
+        for (what, text) in [("/status from 10.77.0.1", fetch("10.77.0.1", "/status", nil)), ("/events from 10.77.0.1", fetch("10.77.0.1", "/events", nil)),
+                             ("/status for another host", fetch("127.0.0.1", "/status", "evil.example:\(httpPort)"))] {
+            #expect(text.hasPrefix("HTTP/1.1 200 ") && text.contains(#""name":"other""#), "\(what): \(text)")
+            for identity in identities { #expect(!text.contains(identity), "\(what) shows \(identity): \(text)") }
+            #expect(text.contains(#""ssrc":null"#) && text.contains(#""address":null"#) && text.contains(#""targets":null"#), "\(what): \(text)")
+        }
+        rackDaemon.interrupt()
+        otherDaemon.interrupt()
+        #expect(rackDaemon.finish(killingAfter: 30).status == 0)
+        #expect(otherDaemon.finish(killingAfter: 30).status == 0)
+    }
+
 }

@@ -144,4 +144,11 @@ private let unitFile = repositoryRoot.appendingPathComponent("dist/jambridge.ser
         #expect(unit.contains("\nLimitRTPRIO=\(ClockThread.priority)\n"))
         #expect(unit.contains("\nType=notify\n"))
     }
+
+    /// The unit's file limit is far above what the status page and the control socket may hold at once.
+    @Test func unitSetsAFileLimitFarAboveTheConnectionLimits() throws {
+        let unit = try String(contentsOf: unitFile, encoding: .utf8)
+        let limit = try #require(unit.firstMatch(of: /\nLimitNOFILE=(\d+)\n/).flatMap { Int($0.1) })
+        #expect(limit >= 4 * (StatusPageServer.connectionLimit + ControlSocket.clientLimit), "\(limit)")
+    }
 }

@@ -20,6 +20,14 @@ import Testing
         #expect(try parse("http: { listen: \"[::]:8083\" }\n").http?.host == "::")
     }
 
+    @Test func hostsNameWhereCommandsMayComeFrom() throws {
+        #expect(try parse("http: { listen: \"0.0.0.0:8080\", control: true, hosts: [Rack.local, 192.168.1.20, \"fe80::1\"] }\n").http
+            == HTTPDeclaration(host: "0.0.0.0", port: 8080, control: true, hosts: ["rack.local", "192.168.1.20", "fe80::1"], location: at(1, 1)))
+        #expect(try parse("http: { hosts: [] }\n").http?.hosts == [])
+        let one = try #require(try parse("http: { hosts: [rack.local] }\n").http)
+        #expect(!one.isSame(as: HTTPDeclaration(location: at(1, 1))), "a change of hosts restarts the page")
+    }
+
     @Test func mistakesAreLocated() {
         #expect(locatedMistakes("http: { listen: 0 }\n")
             == ["r.yaml:1:17: '0' is not a TCP port 1-65535; 'listen' is a TCP port such as 8080 (on 127.0.0.1), or \"HOST:PORT\" with a numeric address, such as \"0.0.0.0:8080\" for every IPv4 interface or \"[::1]:8080\""])
@@ -29,6 +37,12 @@ import Testing
         #expect(locatedMistakes("http: { listen: [8080] }\n").first?.hasPrefix("r.yaml:1:17: 'listen' is a TCP port") == true)
         #expect(locatedMistakes("http: { control: maybe }\n") == ["r.yaml:1:18: 'control' is true or false, not 'maybe'"])
         #expect(locatedMistakes("http: { listne: 80 }\n") == ["r.yaml:1:9: unknown key 'listne'; did you mean 'listen'?"])
+        #expect(locatedMistakes("http: { hosts: rack.local }\n")
+            == ["r.yaml:1:16: 'hosts' lists the names a browser reaches this page by, such as [rack.local, 192.168.1.20], not 'rack.local' (a single name goes in a list)"])
+        #expect(locatedMistakes("http: { hosts: [rack.local, \"http://rack.local:8080/\"] }\n")
+            == ["r.yaml:1:29: 'http://rack.local:8080/' is not a host name or a numeric address; write the name alone, such as rack.local (no http://, port or path)"])
+        #expect(locatedMistakes("http: { hosts: [{ name: rack }] }\n").first?.hasPrefix("r.yaml:1:17: 'hosts' lists the names ") == true)
+        #expect(locatedMistakes("http: { hots: [rack.local] }\n") == ["r.yaml:1:9: unknown key 'hots'; did you mean 'hosts'?"])
         #expect(locatedMistakes("http: 8080\n") == ["r.yaml:1:7: 'http' is a mapping such as '{ listen: \"127.0.0.1:8080\" }', not '8080'"])
         #expect(locatedMistakes("htp: {}\n").first?.hasPrefix("r.yaml:1:1: unknown top-level key 'htp'; did you mean 'http'?") == true)
     }
