@@ -36,7 +36,7 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// The connections open now (at most `StatusPageServer.connectionLimit`).
         public var connections: Int
         /// What it turned away, by why (`PageRefusals`' names: `overConnectionLimit`, `requestTooSlow`,
-        /// `stalledStream`, `tooManyPages`, `foreignHost`, `commandFromElsewhere`).
+        /// `stalledStream`, `displacedPage`, `foreignHost`, `commandFromElsewhere`).
         public var refused: [String: Int]
     }
 

@@ -65,8 +65,8 @@ struct StatusPageState: Encodable {
 ///
 /// Every flood is bounded: at most `connectionLimit` connections (a newcomer takes the place of the one that has
 /// waited longest for its request, else it is closed), each with `requestTimeout` from accept to send its whole
-/// request, bodies of `bodyLimit` bytes, `StatusStreams.limit` pages streaming, and a page that takes no events is
-/// dropped. SSRCs and addresses are shown only on loopback (`StatusPageRules.showsNetworkIdentities`). Nothing
+/// request, bodies of `bodyLimit` bytes, `StatusStreams.limit` pages streaming (a new one takes the place of
+/// another), and a page that takes no events is dropped. SSRCs and addresses are shown only on loopback (`StatusPageRules.showsNetworkIdentities`). Nothing
 /// waits on an event loop: reports and commands wait for the daemon's queues on queues of their own.
 final class StatusPageServer: Sendable {
     /// Longest request body taken (a command is a few dozen bytes).
@@ -213,8 +213,8 @@ final class PageRefusals: Sendable {
         /// A page dropped because it took no events (its buffers full) for `StatusStreams.stallTimeout`, or made
         /// way for a new page while it took none.
         case stalledStream
-        /// `/events` answered 503: `StatusStreams.limit` pages stream and all of them read.
-        case tooManyPages
+        /// A page that made way for a new one while `StatusStreams.limit` streamed and all took their events.
+        case displacedPage
         /// A request to a loopback listener naming another host (421).
         case foreignHost
         /// A command naming a host the page is not known by, or from a page at another site (403).
@@ -345,6 +345,11 @@ final class ConnectionGate: ChannelInboundHandler {
 /// The pages reading `/events`, and the timer that pushes them the status; also makes the reports `GET /status`
 /// answers with. Unchecked: the timer is set and cancelled on the daemon's control queue only; the rest is
 /// constant or under the mutexes.
+///
+/// A new page is never turned away: a browser's EventSource gives up for good on an error status, but asks again
+/// when its connection closes. When `limit` pages stream, the newcomer takes the place of the one that has taken no
+/// events longest, or if all take them, of the oldest page of the client with the most open (a host opening many
+/// pages makes way with its own).
 final class StatusStreams: @unchecked Sendable {
     /// At most this many pages at once.
     static let limit = 32
@@ -353,6 +358,10 @@ final class StatusStreams: @unchecked Sendable {
 
     private struct Stream {
         var channel: any Channel
+        /// The client's host (its address without the port).
+        var client: String
+        /// Its place in the order of arrival.
+        var order: Int
         /// True if it is beyond loopback: SSRCs and addresses are withheld.
         var withholding: Bool
         /// When it was first seen not to take events (nil while it takes them).
@@ -362,7 +371,7 @@ final class StatusStreams: @unchecked Sendable {
     private let control: Bool
     private let daemon: DaemonAccess
     private let refusals: PageRefusals
-    private let streams = Mutex<[ObjectIdentifier: Stream]>([:])
+    private let streams = Mutex<(open: [ObjectIdentifier: Stream], arrived: Int)>(([:], 0))
     /// Where reports are made (they wait for the daemon's queues), one at a time: the timer's pushes and `report`.
     private let reporting = DispatchQueue(label: "jambridge.status-page", qos: .utility)
     /// What waits for the next report made by `report`.
@@ -378,7 +387,7 @@ final class StatusStreams: @unchecked Sendable {
     }
 
     /// The pages open now.
-    var count: Int { streams.withLock { $0.count } }
+    var count: Int { streams.withLock { $0.open.count } }
 
     func start() {
         let timer = DispatchSource.makeTimerSource(queue: reporting)
@@ -393,37 +402,39 @@ final class StatusStreams: @unchecked Sendable {
     func stop() {
         timer?.cancel()
         let open = streams.withLock { streams in
-            defer { streams.removeAll() }
-            return Array(streams.values)
+            defer { streams.open.removeAll() }
+            return Array(streams.open.values)
         }
         for stream in open { stream.channel.close(promise: nil) }
     }
 
-    /// Takes `channel`, whose response head is sent, as a page to push to. When all places are taken, a page that
-    /// takes no events makes way (the one that has taken none longest); false if none does.
-    func add(_ channel: any Channel, withholding: Bool) -> Bool {
+    /// Takes `channel`, whose response head is sent, as a page of `client` (a host) to push to; when `limit` are
+    /// open, closes the one that makes way.
+    func add(_ channel: any Channel, client: String, withholding: Bool) {
         let now = MonotonicClock.now()
-        let (added, displaced) = streams.withLock { streams -> (Bool, (any Channel)?) in
-            var displaced: (any Channel)?
-            if streams.count >= Self.limit {
-                guard let stalled = streams.values.filter({ !$0.channel.isWritable })
-                    .min(by: { $0.stalledSince ?? now < $1.stalledSince ?? now }) else { return (false, nil) }
-                streams[ObjectIdentifier(stalled.channel)] = nil
-                displaced = stalled.channel
+        let displaced = streams.withLock { streams -> Stream? in
+            streams.arrived += 1
+            var displaced: Stream?
+            if streams.open.count >= Self.limit {
+                let pages = Dictionary(grouping: streams.open.values, by: \.client).mapValues(\.count)
+                displaced = streams.open.values.filter { !$0.channel.isWritable }.min { $0.stalledSince ?? now < $1.stalledSince ?? now }
+                    ?? streams.open.values.max { (pages[$0.client, default: 0], -$0.order) < (pages[$1.client, default: 0], -$1.order) }
+                if let displaced { streams.open[ObjectIdentifier(displaced.channel)] = nil }
             }
-            streams[ObjectIdentifier(channel)] = Stream(channel: channel, withholding: withholding)
-            return (true, displaced)
+            streams.open[ObjectIdentifier(channel)] = Stream(channel: channel, client: client, order: streams.arrived, withholding: withholding)
+            return displaced
         }
-        if let displaced {
-            refusals.count(.stalledStream, "dropped a page that took no events to make way for a new one")
-            displaced.close(promise: nil)
+        guard let displaced else { return }
+        if displaced.channel.isWritable {
+            refusals.count(.displacedPage, "\(Self.limit) pages are open, the most taken; closed the oldest of \(displaced.client)'s to make way for a new one")
+        } else {
+            refusals.count(.stalledStream, "closed a page that took no events to make way for a new one")
         }
-        if !added { refusals.count(.tooManyPages, "\(Self.limit) pages are open, the most taken; answered 503 to another") }
-        return added
+        displaced.channel.close(promise: nil)
     }
 
     func remove(_ channel: any Channel) {
-        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        _ = streams.withLock { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
     /// Calls `deliver` on a queue of its own with the daemon's status (nil once it stops), never on the caller's
@@ -454,17 +465,17 @@ final class StatusStreams: @unchecked Sendable {
         let now = MonotonicClock.now()
         let (taking, stalled) = streams.withLock { streams -> ([Stream], [Stream]) in
             var taking: [Stream] = [], stalled: [Stream] = []
-            for (id, stream) in streams {
+            for (id, stream) in streams.open {
                 if stream.channel.isWritable {
-                    streams[id]?.stalledSince = nil
+                    streams.open[id]?.stalledSince = nil
                     taking.append(stream)
                 } else if let since = stream.stalledSince {
                     if since.advanced(byNanoseconds: Self.stallTimeout) <= now {
-                        streams[id] = nil
+                        streams.open[id] = nil
                         stalled.append(stream)
                     }
                 } else {
-                    streams[id]?.stalledSince = now
+                    streams.open[id]?.stalledSince = now
                 }
             }
             return (taking, stalled)
@@ -557,7 +568,8 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
             refusals.count(.foreignHost, "answered 421 to a request for another host on loopback")
             return respond(context, .misdirectedRequest, text: "this page answers only at its loopback address")
         }
-        let withholding = !rules.showsNetworkIdentities(to: Self.networkAddress(context.channel.remoteAddress), host: host)
+        let client = Self.networkAddress(context.channel.remoteAddress)
+        let withholding = !rules.showsNetworkIdentities(to: client, host: host)
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         switch (request.method, path) {
         case (.GET, "/"):
@@ -565,7 +577,7 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         case (.GET, "/status"):
             status(context, withholding: withholding)
         case (.GET, "/events"):
-            stream(context, withholding: withholding)
+            stream(context, client: client?.host ?? "a client", withholding: withholding)
         case (.POST, "/control"):
             command(request, context: context)
         case (_, "/"), (_, "/status"), (_, "/events"), (_, "/control"):
@@ -591,10 +603,8 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Starts `/events`: the head, then the streams' timer writes each event.
-    private func stream(_ context: ChannelHandlerContext, withholding: Bool) {
-        guard streams.add(context.channel, withholding: withholding) else {
-            return respond(context, .serviceUnavailable, text: "too many pages are open (at most \(StatusStreams.limit))")
-        }
+    private func stream(_ context: ChannelHandlerContext, client: String, withholding: Bool) {
+        streams.add(context.channel, client: client, withholding: withholding)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/event-stream")
         headers.add(name: "Cache-Control", value: "no-store")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// The live status page (`http:`) with the real binary: in Debian's headless chromium (Tests/Peers/browser.py,
@@ -207,7 +208,7 @@ import Testing
         #expect(request(port, "GET", "/status").map { $0.hasPrefix("HTTP/1.1 200 ") } == true)
         #expect(exchange(port, Array("GET / HTTP/1.1\r\n".utf8), seconds: 60) == "", "closed without an answer")
 
-        // Pages streaming events are counted; the 33rd is turned away.
+        // Pages streaming events are counted; the 33rd takes the place of the oldest.
         var streams: [Int32] = []
         for _ in 0..<33 {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -222,12 +223,11 @@ import Testing
             Thread.sleep(forTimeInterval: 0.05)
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let first = recv(streams[0], &buffer, buffer.count, 0)
-        #expect(String(decoding: buffer[..<max(first, 0)], as: UTF8.self).contains("text/event-stream"))
         let last = recv(streams[32], &buffer, buffer.count, 0)
-        #expect(String(decoding: buffer[..<max(last, 0)], as: UTF8.self).hasPrefix("HTTP/1.1 503 "))
-        let counted = try #require(json(request(port, "GET", "/status"))?["status"] as? [String: Any])
-        #expect((counted["http"] as? [String: Any])?["pages"] as? Int == 32)
+        #expect(String(decoding: buffer[..<max(last, 0)], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"))
+        #expect(waitUntil { isClosedByServer(streams[0]) } && !isClosedByServer(streams[1]))
+        let counted = try #require(pageStatus(port))
+        #expect(counted["pages"] as? Int == 32 && (counted["refused"] as? [String: Int])?["displacedPage"] == 1, "\(counted)")
         streams.forEach { close($0) }
 
         // A reload moves the page to another port, with control; one without the block closes it.
@@ -385,52 +385,72 @@ import Testing
         #expect(result.err.components(separatedBy: "128 connections are open, the most taken").count - 1 == 20, "the first 20 logged, then every 1000th")
     }
 
-    /// 40 pages that ask for `/events` and never read hold no place for long: each is dropped once its buffers
-    /// are full, and a real page gets its stream.
-    @Test func pagesThatNeverReadAreDroppedAndARealPageGetsItsStream() throws {
+    /// A connection to 127.0.0.1:`port` from `source` (another loopback address: another client) that asks for
+    /// `/events`, with a receive buffer of `receiveBuffer` bytes if given; nil if it could not connect.
+    private func eventsClient(_ port: UInt16, from source: String = "127.0.0.1", receiveBuffer: Int32? = nil) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        var local = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr(source)),
+                                sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
+                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        let connected = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0 && withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        guard connected, sendText(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n") else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// 80 pages that ask for `/events` and never read cannot keep a real page (from another host) out: a new page
+    /// takes the place of the oldest page of the host with the most open; and a page whose buffers stay full (here
+    /// with a small receive buffer, which fills at once) is dropped.
+    @Test func pagesThatNeverReadCannotKeepARealPageOut() throws {
         let port = freshTCPPort()
         let daemon = try pageDaemon("http: { listen: \(port) }", port: port)
         defer { daemon.interrupt() }
-        let events = "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
-        let silent = (0..<40).compactMap { _ in connection(port) }
-        defer { silent.forEach { close($0) } }
-        for fd in silent { #expect(sendText(fd, events)) }
-        #expect(waitUntil { self.pageStatus(port)?["pages"] as? Int == 32 })
+        let refused = { (self.pageStatus(port)?["refused"] as? [String: Int]) ?? [:] }
+        var silent = (0..<40).compactMap { _ in eventsClient(port) }
+        #expect(silent.count == 40)
+        #expect(waitUntil { refused()["displacedPage"] == 8 && self.pageStatus(port)?["pages"] as? Int == 32 }, "\(refused())")
+        #expect(waitUntil { silent.filter(isClosedByServer).count == 8 })
 
-        // A real page, as a browser's EventSource: asks again a second after a 503, then reads every event.
-        var stream: Int32?
-        var answers: [String] = []
-        let deadline = Date().addingTimeInterval(180)
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while stream == nil, Date() < deadline {
-            guard let fd = connection(port), sendText(fd, events) else {
-                Thread.sleep(forTimeInterval: 1)
-                continue
-            }
-            let count = recv(fd, &buffer, buffer.count, 0)
-            let head = String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
-            answers.append(String(head.prefix(12)))
-            if head.hasPrefix("HTTP/1.1 200 ") {
-                stream = fd
-            } else {
-                close(fd)
-                Thread.sleep(forTimeInterval: 1)
-            }
-        }
-        let fd = try #require(stream, "\(answers.count) answers: \(Set(answers))")
-        defer { close(fd) }
+        // A real page from another host gets its stream at once and reads every event.
+        let page = try #require(eventsClient(port, from: "127.0.0.2"))
+        defer { close(page) }
+        let events = Mutex(0)
         let reading = Thread {
             var buffer = [UInt8](repeating: 0, count: 65536)
-            while recv(fd, &buffer, buffer.count, 0) > 0 {}
+            while case let count = recv(page, &buffer, buffer.count, 0), count > 0 {
+                let text = String(decoding: buffer[..<count], as: UTF8.self)
+                events.withLock { $0 += text.components(separatedBy: "data: ").count - 1 }
+            }
         }
         reading.start()
-        // Every page that does not read is dropped; the real one stays.
-        #expect(waitUntil(seconds: 120) { self.pageStatus(port)?["pages"] as? Int == 1 }, "\(String(describing: pageStatus(port)))")
-        #expect(waitUntil { silent.allSatisfy(isClosedByServer) })
-        let refused = try #require(pageStatus(port)?["refused"] as? [String: Int])
-        #expect(refused["stalledStream"] == 32 && refused["tooManyPages"] ?? 0 >= 8, "\(refused)")
+        #expect(waitUntil { events.withLock { $0 } > 0 })
+        // 40 more pages from the first host: each takes the place of that host's oldest, never of the real page's.
+        silent += (0..<40).compactMap { _ in eventsClient(port) }
+        defer { silent.forEach { close($0) } }
+        #expect(waitUntil { refused()["displacedPage"] == 49 && silent.filter(isClosedByServer).count == 49 }, "\(refused())")
+        let heard = events.withLock { $0 }
+        #expect(waitUntil { events.withLock { $0 } > heard + 5 } && !isClosedByServer(page))
+
+        // A page that takes no events, its receive buffer full: dropped once its send buffer has stayed full for 10 s.
+        let stalled = try #require(eventsClient(port, receiveBuffer: 4096))
+        defer { close(stalled) }
+        #expect(waitUntil(seconds: 120) { refused()["stalledStream"] == 1 }, "\(refused())")
+        #expect(waitUntil { isClosedByServer(stalled) } && !isClosedByServer(page))
+        #expect(pageStatus(port)?["pages"] as? Int == 31)
         daemon.interrupt()
-        #expect(daemon.finish(killingAfter: 30).status == 0)
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("status page: dropped a page that took no events for 10 s (1 so far)"), "\(result.err)")
     }
 
     /// On a listener on every interface with `control: true`, a command is taken only from a page at this machine's
@@ -468,18 +488,23 @@ import Testing
         #expect(result.err.contains("naming host 'evil.example:\(port)' from 'http://evil.example:\(port)' (403) (1 so far)"), "\(result.err)")
     }
 
-    /// A client beyond loopback (in a network namespace of the test's, from an address of its own) sees no SSRC and
-    /// no address, in `/status` and `/events`; on loopback they are there, unless the request names another host.
-    @Test(.enabled(if: getuid() == 0, "a network namespace needs root"))
+    /// A client beyond loopback (in a network namespace of the test's, across a veth pair) sees no SSRC and no
+    /// address, in `/status` and `/events`; on loopback they are there, unless the request names another host.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"))
     func ssrcsAndAddressesAreWithheldBeyondLoopback() throws {
-        let namespace = "jbpage\(UInt32.random(in: 0...999_999))"
+        let suffix = UInt32.random(in: 0...999_999)
+        let namespace = "jbrack\(suffix)", phone = "jbphone\(suffix)"
         let ip = "/usr/sbin/ip"
-        for command in [["netns", "add", namespace], ["-n", namespace, "link", "set", "lo", "up"],
-                        ["-n", namespace, "link", "add", "lan0", "type", "dummy"],
-                        ["-n", namespace, "addr", "add", "10.77.0.1/24", "dev", "lan0"], ["-n", namespace, "link", "set", "lan0", "up"]] {
+        for command in [["netns", "add", namespace], ["netns", "add", phone], ["-n", namespace, "link", "set", "lo", "up"],
+                        ["-n", namespace, "link", "add", "lan0", "type", "veth", "peer", "name", "lan1", "netns", phone],
+                        ["-n", namespace, "addr", "add", "10.77.0.1/24", "dev", "lan0"], ["-n", namespace, "link", "set", "lan0", "up"],
+                        ["-n", phone, "addr", "add", "10.77.0.2/24", "dev", "lan1"], ["-n", phone, "link", "set", "lan1", "up"]] {
             #expect(try run(ip, command, mergingErrors: true).status == 0, "ip \(command)")
         }
-        defer { _ = try? run(ip, ["netns", "del", namespace]) }
+        defer {
+            _ = try? run(ip, ["netns", "del", namespace])
+            _ = try? run(ip, ["netns", "del", phone])
+        }
         let directory = try temporaryDirectory()
         let httpPort = freshTCPPort(), rackPort = freshSessionPort(), otherPort = freshSessionPort()
         let rack = directory.appendingPathComponent("rack.yaml"), other = directory.appendingPathComponent("other.yaml")
@@ -502,14 +527,13 @@ import Testing
             otherDaemon.interrupt()
         }
         #expect(rackDaemon.waitForError(containing: "peer 'other' joined"), "\(rackDaemon.errorSoFar)")
-        // GET PATH from SOURCE to 10.77.0.1 (a client on the namespace's LAN address) or to 127.0.0.1, inside the namespace.
+        // GET PATH from the phone's namespace to 10.77.0.1 (across the veth pair), or on the rack's loopback.
         let fetch = { (source: String, path: String, host: String?) -> String in
             let target = source == "127.0.0.1" ? "127.0.0.1" : "10.77.0.1"
             let script = """
                 import socket, sys
                 s = socket.socket()
                 s.settimeout(20)
-                s.bind(("\(source)", 0))
                 s.connect(("\(target)", \(httpPort)))
                 s.sendall(b"GET \(path) HTTP/1.1\\r\\nHost: \(host ?? "\(target):\(httpPort)")\\r\\n\\r\\n")
                 data = b""
@@ -518,12 +542,12 @@ import Testing
                     if not chunk:
                         break
                     data += chunk
-                    body = data.split(b"\\r\\n\\r\\n", 1)
-                    if len(body) == 2 and b"data: " in body[1] and body[1].endswith(b"\\n\\n"):
+                    event = data.split(b"data: ", 1)
+                    if len(event) == 2 and b"\\n\\n" in event[1]:
                         break
                 sys.stdout.write(data.decode())
                 """
-            return (try? run(ip, ["netns", "exec", namespace, "/usr/bin/python3", "-c", script]).out) ?? ""
+            return (try? run(ip, ["netns", "exec", source == "127.0.0.1" ? namespace : phone, "/usr/bin/python3", "-c", script]).out) ?? ""
         }
         let local = fetch("127.0.0.1", "/status", nil)
         let state = try #require(json(local)?["status"] as? [String: Any], "\(local)")
@@ -535,7 +559,7 @@ import Testing
         #expect(peerAddress == "127.0.0.1:\(otherPort)")
         let identities = ["\(ssrc)", "\(peerSSRC)", peerAddress, "127.0.0.1:\(otherPort + 3)"]
         #expect(local.contains("127.0.0.1:\(otherPort + 3)"), "\(local)")
-        for (what, text) in [("/status from 10.77.0.1", fetch("10.77.0.1", "/status", nil)), ("/events from 10.77.0.1", fetch("10.77.0.1", "/events", nil)),
+        for (what, text) in [("/status from 10.77.0.2", fetch("10.77.0.2", "/status", nil)), ("/events from 10.77.0.2", fetch("10.77.0.2", "/events", nil)),
                              ("/status for another host", fetch("127.0.0.1", "/status", "evil.example:\(httpPort)"))] {
             #expect(text.hasPrefix("HTTP/1.1 200 ") && text.contains(#""name":"other""#), "\(what): \(text)")
             for identity in identities { #expect(!text.contains(identity), "\(what) shows \(identity): \(text)") }
