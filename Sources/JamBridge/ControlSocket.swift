@@ -256,7 +256,7 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
                                 acceptSpells += 1
                                 if isLogged(acceptSpells) {
                                     let reason = String(cString: strerror(code))
-                                    logger.warning("control socket: cannot accept a client: \(reason); trying again every second (\(acceptSpells) times so far)")
+                                    logger.warning("control socket: cannot accept a client: \(reason); trying again every second (\(counted(acceptSpells, "time")) so far)")
                                 }
                             }
                         }

@@ -76,6 +76,9 @@ final class StatusPageServer: Sendable {
     /// The most connections open at once: far below the daemon's file limit (jambridge.service: `LimitNOFILE=1024`,
     /// of which the control socket holds at most `ControlSocket.clientLimit`).
     static let connectionLimit = 128
+    /// Connections the kernel holds for accepting: a burst beyond it has its handshakes dropped and retried a second
+    /// later, a real request's among them, while those it holds are accepted (and closed, beyond the limit) at once.
+    static let backlog: Int32 = 256
     /// How long a connection has from accept to send its whole request, however it trickles.
     static let requestTimeout = TimeAmount.seconds(10)
     /// Each connection's socket send buffer (the kernel doubles it) and write buffer: small, so that a page that
@@ -94,7 +97,7 @@ final class StatusPageServer: Sendable {
         let rules = StatusPageRules(declaration)
         let commands = DispatchQueue(label: "jambridge.status-page-commands")
         channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.backlog, value: Self.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -253,7 +256,7 @@ final class PageRefusals: Sendable {
             return state.spells
         }
         if let spell, isLogged(spell) {
-            logger.warning("status page: cannot accept a connection: \(error); trying again every second (\(spell) times so far)")
+            logger.warning("status page: cannot accept a connection: \(error); trying again every second (\(counted(spell, "time")) so far)")
         }
     }
 

@@ -373,8 +373,9 @@ import Testing
         let http = try #require(pageStatus(port))
         #expect(http["connections"] as? Int ?? .max <= 128, "\(http)")
         #expect((http["refused"] as? [String: Int])?["overConnectionLimit"] ?? 0 >= 1000 - 128, "\(http)")
+        // At most 128 held, and some accepted beyond them on their way out.
         let during = openFiles()
-        #expect(during - before <= 128 + 8, "\(before) open files before, \(during) during")
+        #expect(during - before <= 2 * 128, "\(before) open files before, \(during) during")
         #expect(waitUntil { flood.filter(isClosedByServer).count >= 1000 - 128 }, "\(flood.filter(isClosedByServer).count) closed")
         // Those left open are closed 10 s after accept, as any request that never comes.
         #expect(waitUntil(seconds: 60) { flood.allSatisfy(isClosedByServer) })
