@@ -138,29 +138,41 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
         #expect(notes == [noteOn(0, 64, 90), noteOff(0, 64, 0)])
     }
 
-    @Test func aPymidiPeerWeInvitedIsBackAfterItIsKilledAndRestartedAndHearsTheNextNote() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        let dir = try temporaryDirectory()
-        let pymidiPort = freshSessionPort()
+    /// PyPI pymidi listening at `port` for `seconds`, once it says so.
+    private func pymidi(at port: UInt16, for seconds: Int) throws -> LineReadingProcess {
         let script = repositoryRoot.appendingPathComponent("Tests/Peers/pymidi_peer.py").path
-        let first = try LineReadingProcess(peersPython, [script, "\(pymidiPort)", "60"])
-        #expect(first.waitForLine(containing: "listening"))
-        let file = try writeSetup(in: dir, song: pulse, routes: """
+        let peer = try LineReadingProcess(peersPython, [script, "\(port)", "\(seconds)"])
+        #expect(peer.waitForLine(containing: "listening"))
+        return peer
+    }
+
+    /// A rack (for `seconds`) that invites pymidi at `pymidiPort` and plays `song` (looped or not) into the session.
+    private func rack(inviting pymidiPort: UInt16, playing song: [TimedSong.Entry], loop: Bool,
+                      for seconds: Int) throws -> JamBridgeProcess {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let file = try writeSetup(in: try temporaryDirectory(), song: song, routes: """
             session:
               name: rack
               port: \(pymidiPort + 2)
               advertise: false
               invite: [ { host: 127.0.0.1, port: \(pymidiPort) } ]
             endpoints:
-              song: { file: song.mid, loop: true }
+              song: { file: song.mid, loop: \(loop) }
             routes:
               - { from: song, to: session }
             """)
-        let rack = try JamBridgeProcess(["run", "--stop-after", "120", file])
+        return try JamBridgeProcess(["run", "--stop-after", "\(seconds)", file])
+    }
+
+    @Test func aPymidiPeerWeInvitedIsBackAfterItIsKilledAndRestartedAndHearsTheNextNote() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let pymidiPort = freshSessionPort()
+        let first = try pymidi(at: pymidiPort, for: 60)
+        let rack = try self.rack(inviting: pymidiPort, playing: pulse, loop: true, for: 120)
         #expect(first.waitForLine(containing: "note_on"), "\(first.lines)")
         first.kill() // no BY: the peer's process is gone, as in a crash or a power cut
         Thread.sleep(forTimeInterval: 1)
-        let second = try LineReadingProcess(peersPython, [script, "\(pymidiPort)", "60"])
+        let second = try pymidi(at: pymidiPort, for: 60)
         #expect(second.waitForLine(containing: "note_on"), "\(second.lines)")
         second.kill()
         rack.interrupt()
@@ -176,28 +188,13 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
     /// hears the release once, and the next note.
     @Test(arguments: [5.0, 10.0])
     func aPymidiPeerThatStallsIsBackAndHearsTheReleaseOfWhatWasHeld(pause: Double) throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        let dir = try temporaryDirectory()
         let pymidiPort = freshSessionPort()
-        let script = repositoryRoot.appendingPathComponent("Tests/Peers/pymidi_peer.py").path
-        let laptop = try LineReadingProcess(peersPython, [script, "\(pymidiPort)", "120"])
-        #expect(laptop.waitForLine(containing: "listening"))
-        let file = try writeSetup(in: dir, song: [TimedSong.Entry(offset: 2_000 * ms, message: noteOn(0, 64, 100)),
-                                                  TimedSong.Entry(offset: 4_000 * ms, message: noteOff(0, 64, 0)),
-                                                  TimedSong.Entry(offset: 16_000 * ms, message: noteOn(0, 67, 100)),
-                                                  TimedSong.Entry(offset: 16_500 * ms, message: noteOff(0, 67, 0))],
-                                  routes: """
-            session:
-              name: rack
-              port: \(pymidiPort + 2)
-              advertise: false
-              invite: [ { host: 127.0.0.1, port: \(pymidiPort) } ]
-            endpoints:
-              song: { file: song.mid }
-            routes:
-              - { from: song, to: session }
-            """)
-        let rack = try JamBridgeProcess(["run", "--stop-after", "60", file])
+        let laptop = try pymidi(at: pymidiPort, for: 120)
+        let rack = try self.rack(inviting: pymidiPort, playing: [TimedSong.Entry(offset: 2_000 * ms, message: noteOn(0, 64, 100)),
+                                                            TimedSong.Entry(offset: 4_000 * ms, message: noteOff(0, 64, 0)),
+                                                            TimedSong.Entry(offset: 16_000 * ms, message: noteOn(0, 67, 100)),
+                                                            TimedSong.Entry(offset: 16_500 * ms, message: noteOff(0, 67, 0))],
+                            loop: false, for: 60)
         #expect(laptop.waitForLine(containing: "\"key\": 64, \"velocity\": 100"), "\(laptop.lines)")
         kill(laptop.pid, SIGSTOP) // the note is held; its release comes while the laptop is stopped
         Thread.sleep(forTimeInterval: pause)
