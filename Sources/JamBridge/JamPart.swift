@@ -144,6 +144,7 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     private func jam(_ command: JamCommand) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
         let now = MonotonicClock.now()
+        let overRateBefore = conductor!.counters.transportOverRate
         // A Start's first tick (and the total a new master sends) is due at once: it goes out with it, in the same
         // packet, not when the clock thread next wakes nor after the log lines of the change.
         let result = drive { conductor, emit in
@@ -155,7 +156,10 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         clock?.wake()
         switch result {
         case .success(let text): logger.info("jam: \(command): \(text)")
-        case .failure(let refusal): logger.notice("jam: \(command): \(refusal.reason)")
+        case .failure(let refusal):
+            // A refusal for the rate is one of a flood (the status page's POSTs, say): logged now and then, like the rest.
+            let overRate = conductor!.counters.transportOverRate
+            if overRate == overRateBefore || isLogged(overRate) { logger.notice("jam: \(command): \(refusal.reason)") }
         }
         return result
     }

@@ -229,6 +229,31 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         return (daemon, control, file)
     }
 
+    /// A flood of starts and stops on the socket (or the status page's POSTs, which take the same path): a few a
+    /// second are carried out, the rest refused for the rate and logged now and then, not a line each.
+    @Test func aFloodOfStartsAndStopsIsRefusedBeyondTheRateWithFewLogLines() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let (daemon, control, _) = try jamWithSocket(stopAfter: 60)
+        let sent = try run(peersPython.path, ["-c", """
+            import socket, sys
+            refused = 0
+            for n in range(1000):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                s.sendall(b'{"command": "start"}\\n' if n % 2 == 0 else b'{"command": "stop"}\\n')
+                refused += b"a second" in s.makefile("rb").readline()
+                s.close()
+            print(refused)
+            """, control], mergingErrors: true)
+        let refused = Int(sent.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(refused > 900, "\(sent.out)")
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.err.split(separator: "\n").filter { $0.contains("a second") }
+        #expect(lines.count <= 25, "\(lines.count) lines for \(refused) refusals")
+    }
+
     @Test func onlyTheSocketsOwnerAndGroupMayConnectAndASecondDaemonLeavesItAlone() throws {
         try #require(getuid() == 0, "switching to another user needs root")
         let (daemon, control, file) = try jamWithSocket(stopAfter: 60)
