@@ -91,8 +91,8 @@ public struct JamConductor: Sendable {
 
     /// Transport (Start, Stop, Continue, Song Position, and this instance's start, stop and tempo commands) passes at
     /// most this fast from one source: a musician's presses, not a flood that would change the master, log lines and
-    /// the clock outputs' Start and Stop thousands of times a second.
-    public static let transportRate = (burst: 8, perSecond: 4.0)
+    /// the clock outputs' Start and Stop thousands of times a second. A full bucket, copied for each source.
+    public static let transportRate = TokenBucket(burst: 8, perSecond: 4)
     /// How much earlier than its arrival, beyond the peer's clock-sync round trip, a transport message may say it was
     /// sent: the election's `simultaneity`, within which starts count as simultaneous anyway.
     public static let backdatingMargin = ClockElection.simultaneity
@@ -249,7 +249,7 @@ public struct JamConductor: Sendable {
         if transportBuckets[source] == nil, transportBuckets.count >= Self.transportSources {
             transportBuckets = transportBuckets.filter { !$0.value.isFull(at: now) }
         }
-        var bucket = transportBuckets[source] ?? TokenBucket(burst: Self.transportRate.burst, perSecond: Self.transportRate.perSecond)
+        var bucket = transportBuckets[source] ?? Self.transportRate
         let admitted = bucket.take(now: now)
         if transportBuckets.count < Self.transportSources || transportBuckets[source] != nil { transportBuckets[source] = bucket }
         if !admitted { counters.transportOverRate += 1 }

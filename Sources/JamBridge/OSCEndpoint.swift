@@ -50,9 +50,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     private var isStopped = false
     private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0, controllersRefused: 0,
                           notAccepted: 0, heldBack: 0, commandsIgnored: 0, commandsOverRate: 0)
-    /// `/jambridge/...` commands pass at most this fast (a start or stop is two log lines and a change for the whole
-    /// session): a few presses a second, not a flood.
-    private var commandRate = TokenBucket(burst: 8, perSecond: 4)
+    /// `/jambridge/...` commands pass at most as fast as the jam takes transport from one source (the drums' commands
+    /// too, which do not reach the jam): a few presses a second, not a flood.
+    private var commandRate = JamConductor.transportRate
     /// The most controllers fed back to at once: each costs a send per feedback message, and senders' addresses
     /// can be forged.
     static let maximumControllers = 64

@@ -55,12 +55,27 @@ public struct HeldNotes: Sendable {
 
     /// Nil if `message` releases no note or pedal; else whether the one it releases is held.
     private func releasesHeld(_ message: MIDIMessage) -> Bool? {
+        Self.released(by: message).map { slot in
+            switch slot {
+            case .note(let channel, let note): isHeld(channel, note)
+            case .pedal(let channel, let mask): pedals[channel] & mask != 0
+            }
+        }
+    }
+
+    /// A note (its channel and number) or a pedal (its channel and bit in `pedals`).
+    private enum Slot {
+        case note(UInt4, UInt7)
+        case pedal(Int, UInt8)
+    }
+
+    /// The note or pedal `message` releases, or nil if it releases none.
+    private static func released(by message: MIDIMessage) -> Slot? {
         switch message {
         case .noteOff(let channel, let note, _), .noteOn(let channel, let note, .zero):
-            return isHeld(channel, note)
+            return .note(channel, note)
         case .controlChange(let channel, let controller, let value) where value.value < 64:
-            guard let bit = Self.pedalControllers.firstIndex(of: controller.value) else { return nil }
-            return pedals[Int(channel.value)] & (1 << UInt8(bit)) != 0
+            return pedalControllers.firstIndex(of: controller.value).map { .pedal(Int(channel.value), 1 << UInt8($0)) }
         default:
             return nil
         }
@@ -76,14 +91,10 @@ public struct HeldNotes: Sendable {
     /// As a set of releases: adds the note or pedal `message` releases, if it releases one (`releaseAll` then gives
     /// the releases back).
     public mutating func insertRelease(_ message: MIDIMessage) {
-        switch message {
-        case .noteOff(let channel, let note, _), .noteOn(let channel, let note, .zero):
-            set(channel, note, on: true)
-        case .controlChange(let channel, let controller, let value) where value.value < 64:
-            guard let bit = Self.pedalControllers.firstIndex(of: controller.value) else { return }
-            pedals[Int(channel.value)] |= 1 << UInt8(bit)
-        default:
-            break
+        switch Self.released(by: message) {
+        case .note(let channel, let note)?: set(channel, note, on: true)
+        case .pedal(let channel, let mask)?: pedals[channel] |= mask
+        case nil: break
         }
     }
 

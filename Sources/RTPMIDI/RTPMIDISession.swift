@@ -198,10 +198,11 @@ public final class RTPMIDISession {
         peers.count >= configuration.maxPeers ? "the session is full (max-peers: \(configuration.maxPeers))" : nil
     }
 
-    /// Answers a control-port invitation NO, counts it and reports why.
-    private func refuse(_ h: SessionPacket.Handshake, name: String, from address: NetworkAddress, because reason: String) {
+    /// Answers an invitation that came on `port` NO, counts it and reports why.
+    private func refuse(_ h: SessionPacket.Handshake, name: String, from address: NetworkAddress, because reason: String,
+                        on port: SessionPort = .control) {
         counters.invitationsRejected += 1
-        sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
+        sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: port, to: address)
         delegate.session(dropped: "invitation from '\(name)' refused: \(reason)", from: address)
     }
 
@@ -232,10 +233,8 @@ public final class RTPMIDISession {
         if let waiting, waiting.token == h.token, waiting.info.address.isSameHost(as: address) {
             halfOpen[waiting.info.ssrc] = nil
             if let full = fullSession {
-                counters.invitationsRejected += 1
                 counters.invitationsOverLimit += 1
-                sendSession(.rejected(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .data, to: address)
-                delegate.session(dropped: "invitation from '\(waiting.info.name)' refused: \(full)", from: address)
+                refuse(h, name: waiting.info.name, from: address, because: full, on: .data)
                 return
             }
             let peer = makePeer(waiting.info, token: waiting.token, now: now)

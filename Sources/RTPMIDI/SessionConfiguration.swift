@@ -20,8 +20,8 @@ public struct SessionConfiguration: Sendable {
     public var peerTimeout: UInt64 = 60_000_000_000
     /// The most peers connected at once; an invitation beyond is answered NO.
     public var maxPeers = 32
-    /// The most invitations waiting for their data port at once (a control-port IN costs one, about 200 bytes,
-    /// until its data-port IN arrives); a new one takes the oldest one's place. Forged INs at 2,000 a second
+    /// The most invitations waiting for their data port at once (a control-port IN costs one, at most about 400
+    /// bytes with its name cut to 64 scalars, until its data-port IN arrives); a new one takes the oldest one's place. Forged INs at 2,000 a second
     /// leave a real peer 128 ms for its data-port IN.
     public var halfOpenLimit = 256
     /// An invitation whose data-port IN has not come this long after its control-port OK is
