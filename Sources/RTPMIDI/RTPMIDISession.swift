@@ -96,6 +96,8 @@ public final class RTPMIDISession {
     private var peers: [UInt32: SessionPeer] = [:]
     /// Invitations accepted on the control port and waiting for the data port, by SSRC.
     private var halfOpen: [UInt32: HalfOpenPeer] = [:]
+    /// Invitations accepted so far, numbering `HalfOpenPeer.arrival`.
+    private var halfOpenArrivals: UInt64 = 0
     private var controlSSRCByDataSSRC: [UInt32: UInt32] = [:]
     /// Peers removed a moment ago that may come back (see `DepartedPeer`), oldest first; at most `maxPeers`.
     private var departed: [DepartedPeer] = []
@@ -178,15 +180,17 @@ public final class RTPMIDISession {
             refuse(h, name: name, from: address, because: full)
             return
         }
-        if halfOpen.count >= configuration.halfOpenLimit, let oldest = halfOpen.min(by: { $0.value.expires < $1.value.expires }) {
+        if halfOpen.count >= configuration.halfOpenLimit, let oldest = halfOpen.min(by: { $0.value.arrival < $1.value.arrival }) {
             // A flood of forged INs fills every slot; the newest takes the oldest's, so a real peer, whose data-port
             // IN follows our OK within milliseconds, still completes while the flood goes on.
             halfOpen[oldest.key] = nil
             counters.halfOpenEvicted += 1
         }
         let info = PeerInfo(ssrc: h.ssrc, name: name, address: address, weInvited: false, clock: nil)
+        halfOpenArrivals += 1
         halfOpen[h.ssrc] = HalfOpenPeer(info: info, token: h.token,
-                                        expires: now.advanced(byNanoseconds: configuration.halfOpenTimeout))
+                                        expires: now.advanced(byNanoseconds: configuration.halfOpenTimeout),
+                                        arrival: halfOpenArrivals)
         for index in targets.indices where targets[index].address == address {
             targets[index].state = .connected(ssrc: h.ssrc) // it invited us first: no need to invite it
         }

@@ -74,6 +74,8 @@ struct HalfOpenPeer {
     var info: PeerInfo
     var token: UInt32
     var expires: MonotonicInstant
+    /// Its place in the order invitations came in: the oldest is forgotten first, also among those of one instant.
+    var arrival: UInt64
 }
 
 /// One connected peer's state inside the session.
