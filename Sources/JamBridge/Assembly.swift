@@ -102,9 +102,10 @@ final class Assembly {
         engine.replace(graph: graph(), sinks: sinkTable(), names: names, stopping: [])
 
         guard !starting || outcome.failures.isEmpty else { return outcome }
+        let made = parts
         let wiring = Wiring(engine: engine, configuration: new, ids: bindings.mapValues(\.id),
                             routeIDs: bindings.mapValues(\.routeIDs),
-                            session: parts.lazy.compactMap { ($0.part as? SessionPart)?.network }.first)
+                            identity: { made.lazy.compactMap(\.part.identity).first })
         for running in parts { running.part.start(wiring) }
         for name in outcome.started {
             if let binding = bindings[name] { binding.endpoint.source?.start(id: binding.id, sink: engine) }
@@ -123,9 +124,12 @@ final class Assembly {
         return counters
     }
 
-    /// Carries out a jam command on the engine's queue.
+    /// Has the part whose command it is carry out `command`.
     func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
-        engine.queue.sync { engine.perform(command) }
+        for running in parts {
+            if let result = running.part.perform(command) { return result }
+        }
+        return .failure(JamRefusal(reason: "no jam runs: the route files have no 'clock', 'activity' or 'drums' block"))
     }
 
     /// Has every part fill in its object of `status`, and adds what went in and out of each running endpoint and what
@@ -190,7 +194,7 @@ final class Assembly {
     /// runs and the route keeps its place; named as the endpoint.
     private func assignRouteIDs(_ configuration: RouteConfiguration) {
         var assigned: [String: [Int: EndpointID]] = [:]
-        for (index, route) in configuration.routes.enumerated() {
+        for (index, route) in configuration.allRoutes.enumerated() {
             for name in route.from where bindings[name]?.endpoint.entersEachRoute == true {
                 assigned[name, default: [:]][index] = bindings[name]?.routeIDs[index] ?? newID(named: name)
             }

@@ -19,8 +19,9 @@ public protocol EventSink: AnyObject, Sendable {
     func routeBatch(_ body: () -> Void)
     /// Adds `work` to the end of the running batch and returns true; false if no batch is running.
     func atEndOfBatch(_ work: @escaping () -> Void) -> Bool
-    /// Carries out a command to the jam or its drums (OSC `/jambridge/...`); call only on `queue`.
-    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>
+    /// The player `origin` behind a shared endpoint (a session peer) is there, called `name` (self-declared), or
+    /// went away (nil): sinks that keep something per player (the jam) are told it left. Call only on `queue`.
+    func player(_ origin: EventOrigin, named name: String?)
 }
 
 /// An endpoint that produces events (a file player, an OSC endpoint; ALSA ports and session peers come in through their clients).
@@ -38,6 +39,19 @@ public protocol SinkEndpoint: AnyObject, Sendable {
     /// peers, the ports an `alsa:` endpoint connects) leaves out or picks the player named; a sink that is one
     /// player takes what `recipients.include(.none)`.
     func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients)
+    /// Takes `message`, routed from `event` (its source, its player, when its sender meant it), for `recipients`.
+    /// By default, `receive(_:at:to:)` at the event's time: what the sink needs of most.
+    func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients)
+    /// The player `origin`, called `name`, went away (`EventSink.player(_:named:)`); nothing to do by default.
+    func playerLeft(_ origin: EventOrigin, named name: String)
     /// Finishes: the engine has released every held note to it and will deliver nothing more.
     func stop()
+}
+
+extension SinkEndpoint {
+    public func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients) {
+        receive(message, at: event.time, to: recipients)
+    }
+
+    public func playerLeft(_ origin: EventOrigin, named name: String) {}
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import Jam
 import Logging
 import MIDI
 import Routing
@@ -15,10 +14,8 @@ public final class Engine: EventSink, @unchecked Sendable {
     private let monitor: EventMonitor?
     /// Per endpoint ID: messages that came from it, and messages handed to it (`jambridge status`).
     private var cameFrom: [Int], handedTo: [Int]
-    /// Sees every event before the router (the jam): returns true for one it took, which is not routed.
-    var tap: ((MIDIEvent) -> Bool)?
-    /// Carries out jam commands while a jam runs.
-    var commands: ((ControlCommand) -> Result<String, JamRefusal>)?
+    /// The names players behind shared endpoints gave (session peers), by origin.
+    private var playerNames: [EventOrigin: String] = [:]
     private var inBatch = false
     private var endOfBatch: [() -> Void] = []
 
@@ -39,14 +36,20 @@ public final class Engine: EventSink, @unchecked Sendable {
     public func routeOnQueue(_ event: MIDIEvent) {
         dispatchPrecondition(condition: .onQueue(queue))
         count(event.source, in: &cameFrom)
-        if let tap, tap(event) { return }
         router.dispatch(event) { sink, message, recipients in
-            deliver(message, from: event.source, to: sink, for: recipients, at: event.time)
+            let index = Int(sink.index)
+            guard index < sinks.count, let endpoint = sinks[index] else { return }
+            count(sink, in: &handedTo)
+            monitor?.show(message, from: name(event.source), to: name(sink), only: recipients.isOnly ? recipients.origin : nil,
+                          at: event.time)
+            endpoint.receive(message, routedFrom: event, to: recipients)
         }
     }
 
+    /// Runs `body` as one batch; inside a batch, as part of it.
     public func routeBatch(_ body: () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
+        guard !inBatch else { return body() }
         inBatch = true
         body()
         inBatch = false
@@ -59,9 +62,19 @@ public final class Engine: EventSink, @unchecked Sendable {
         return true
     }
 
-    public func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
+    public func player(_ origin: EventOrigin, named name: String?) {
         dispatchPrecondition(condition: .onQueue(queue))
-        return commands?(command) ?? .failure(JamRefusal(reason: "no jam runs: the route files have no 'clock' or 'activity' block"))
+        guard let name else {
+            guard let left = playerNames.removeValue(forKey: origin) else { return }
+            for sink in sinks { sink?.playerLeft(origin, named: left) }
+            return
+        }
+        playerNames[origin] = name
+    }
+
+    /// The name the player `origin` gave, if it gave one (a session peer); on the queue.
+    func playerName(_ origin: EventOrigin) -> String? {
+        playerNames[origin]
     }
 
     public func releaseHeld(by source: EndpointID) {
@@ -102,13 +115,6 @@ public final class Engine: EventSink, @unchecked Sendable {
         }
     }
 
-    /// Hands `message` to the sink `id` at `time` for every player, shown as coming from `source` (the jam's
-    /// clock); on the queue.
-    func deliver(_ message: MIDIMessage, to id: EndpointID, from source: String, at time: MonotonicInstant) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        deliver(message, shownFrom: source, to: id, for: .everyone, at: time)
-    }
-
     /// Messages that came from and were handed to each endpoint, by name (the IDs of one name summed: an OSC
     /// endpoint's routes, an endpoint started again), and what the router counted.
     func traffic() -> (endpoints: [String: (in: Int, out: Int)], router: RouterCounters) {
@@ -122,24 +128,20 @@ public final class Engine: EventSink, @unchecked Sendable {
         }
     }
 
-    /// The name of the endpoint `id` (for the jam's log and monitor lines); on the queue.
+    /// The name of the endpoint `id` (the jam's players are named by it); on the queue.
     func name(_ id: EndpointID) -> String {
         Int(id.index) < names.count ? names[Int(id.index)] : id.description
     }
 
-    private func deliver(_ message: MIDIMessage, from source: EndpointID, to sink: EndpointID, for recipients: Recipients,
-                         at time: MonotonicInstant) {
-        deliver(message, shownFrom: monitor == nil ? "" : source == sink ? "release" : name(source), to: sink,
-                for: recipients, at: time)
-    }
-
-    /// Hands `message` to the sink `id` for `recipients`, shown on the monitor as coming from `source`.
-    private func deliver(_ message: MIDIMessage, shownFrom source: String, to id: EndpointID, for recipients: Recipients,
+    /// Hands a release to the sink `id` for `recipients` (a source or sink went, or everything stops), shown on the
+    /// monitor as from `release` when it is the sink's own.
+    private func deliver(_ message: MIDIMessage, from source: EndpointID, to id: EndpointID, for recipients: Recipients,
                          at time: MonotonicInstant) {
         let index = Int(id.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
         count(id, in: &handedTo)
-        monitor?.show(message, from: source, to: name(id), only: recipients.isOnly ? recipients.origin : nil, at: time)
+        monitor?.show(message, from: source == id ? "release" : name(source), to: name(id),
+                      only: recipients.isOnly ? recipients.origin : nil, at: time)
         endpoint.receive(message, at: time, to: recipients)
     }
 

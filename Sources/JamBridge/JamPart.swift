@@ -5,19 +5,22 @@ import MIDI
 import RTPMIDI
 import RouteFile
 
-/// The jam (`clock:`, `activity:`): the `JamConductor` on the engine's queue, fed by the session (peers' clock,
-/// transport and levels, with their sender times) and by the engine's tap (every local endpoint's), timed by a
-/// `ClockThread`, sending to the session and the clock's `to:` endpoints. It keeps its state through a reload
-/// that leaves its settings as they are (the outputs may change).
-final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor and what it sends to: on the engine's queue
+/// The jam (`clock:`, `activity:`): the `JamConductor` on the engine's queue, an endpoint like any other (`jam`).
+/// Its sink is the end of the route from every source (RouteConfiguration.jamRoutes): clock, transport and activity
+/// levels come to it with their sender times and players; its source enters the routes to the session and to each
+/// clock output under IDs of their own, so that it picks where each message goes. A `ClockThread` times it. It
+/// keeps its state through a reload that leaves its settings as they are (the outputs may change).
+final class JamPart: Part, @unchecked Sendable { // the conductor and what it sends to: on the engine's queue
     private var declaration: JamDeclaration
     private let logger: Logger
     private let monitor: EventMonitor?
     private var engine: Engine?
-    private var session: NetworkSession?
     private var conductor: JamConductor?
-    /// The clock's `to:` endpoints that run, with their IDs.
-    private var outputs: [(name: String, id: EndpointID)] = []
+    /// The `jam` endpoint: what the engine routes to the jam, and what the jam sends.
+    private let input = JamSink(), output = JamSource()
+    /// The jam's routes to the session and to each clock output that runs, by the sink's name, with the IDs it
+    /// enters them under.
+    private var routes: [(sink: String, isSession: Bool, id: EndpointID)] = []
     private var clock: ClockThread?
     /// The deadline the clock thread sleeps towards: an event that makes something due earlier wakes it.
     private var sleepingUntil: MonotonicInstant?
@@ -30,7 +33,6 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     private static let changesLogged = 10
     private static let changeLogWindow: UInt64 = 10_000_000_000
     private var shownTempo: Double?
-    private var shownTotal: UInt7?
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: JamDeclaration)] {
         configuration.jam.map { [("jam", $0)] } ?? []
@@ -41,10 +43,14 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         logger = context.logger
         monitor = context.monitor
         if let drums = configuration.drums { self.drums = try DrumsPlayer(drums, logger: context.logger) }
+        input.part = self
+        output.part = self
     }
 
     var endpoints: [String: RunningEndpoint] {
-        drums.map { [DrumsDeclaration.endpointName: RunningEndpoint(source: $0.source)] } ?? [:]
+        var endpoints = [JamDeclaration.endpointName: RunningEndpoint(source: output, sink: input, entersEachRoute: true)]
+        if let drums { endpoints[DrumsDeclaration.endpointName] = RunningEndpoint(source: drums.source) }
+        return endpoints
     }
 
     /// Keeps the jam (its master, its song) while its rules stay, and the drums while their kit, sound and notes
@@ -66,29 +72,28 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
     func start(_ wiring: Wiring) {
         let engine = wiring.engine
         self.engine = engine
-        engine.queue.sync { attach(wiring) }
+        let identity = wiring.identity() // the session's, which it answers on the engine's queue
+        engine.queue.sync { attach(wiring, as: identity) }
         if clock == nil {
             clock = ClockThread(logger: logger) { [unowned self] now in engine.queue.sync { fire(now) } }
         }
     }
 
-    /// Points the jam at the session and outputs `wiring` has; makes the conductor the first time.
-    private func attach(_ wiring: Wiring) {
-        outputs = declaration.clockOutputs.compactMap { name in wiring.ids[name].map { (name, $0) } }
-        if session !== wiring.session {
-            session?.attach(jam: nil)
-            session = wiring.session
-            session?.attach(jam: self)
+    /// Points the jam at the routes `wiring` has for it; makes the conductor the first time.
+    private func attach(_ wiring: Wiring, as identity: (ssrc: UInt32, name: String)?) {
+        let name = JamDeclaration.endpointName
+        routes = wiring.configuration.allRoutes.enumerated().compactMap { index, route in
+            guard route.from == [name], let sink = route.to.first, let id = wiring.routeIDs[name]?[index] else { return nil }
+            return (sink, wiring.configuration.endpoints.contains { $0.name == sink && $0.kind == .session }, id)
         }
-        wiring.engine.tap = { [unowned self] event in take(event) }
-        wiring.engine.commands = { [unowned self] command in self.command(command) }
         guard conductor == nil else { return }
-        let identity = session?.identity ?? (ssrc: UInt32.random(in: 1...UInt32.max), name: "jambridge")
+        let identity = identity ?? (ssrc: UInt32.random(in: 1...UInt32.max), name: "jambridge")
         conductor = JamConductor(JamConductor.Configuration(
             election: ElectionConfiguration(ssrc: identity.ssrc, name: identity.name, policy: declaration.policy,
                                             onMasterLost: declaration.onMasterLost),
             activity: declaration.activity, tempo: declaration.tempo))
-        logger.info("jam: \(describe(declaration.policy)), \(declaration.onMasterLost == .next ? "the next continues when the master leaves" : "the rhythm ends when the master leaves"), tempo \(declaration.tempo) BPM, clock to \(outputs.isEmpty ? "the session only" : outputs.map(\.name).joined(separator: ", ")); activity CC \(declaration.activity.player.controller.value) in, total CC \(declaration.activity.total.controller.value) out (\(declaration.activity.combine))")
+        let outputs = declaration.clockOutputs.filter { output in routes.contains { $0.sink == output } }
+        logger.info("jam: \(describe(declaration.policy)), \(declaration.onMasterLost == .next ? "the next continues when the master leaves" : "the rhythm ends when the master leaves"), tempo \(declaration.tempo) BPM, clock to \(outputs.isEmpty ? "the session only" : outputs.joined(separator: ", ")); activity CC \(declaration.activity.player.controller.value) in, total CC \(declaration.activity.total.controller.value) out (\(declaration.activity.combine))")
     }
 
     func report(into status: inout DaemonStatus) {
@@ -101,28 +106,32 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         }
     }
 
-    /// Stops the jam: a clock it runs sends Stop; then the timer ends and the session and engine forget it.
-    func stop() {
-        guard let engine else { return }
-        engine.queue.sync {
+    /// Ends the jam's sending, as its source stops (before the engine stops): a clock it runs sends Stop.
+    fileprivate func finish() {
+        engine?.queue.sync {
             if conductor?.generator.isRunning == true { _ = jam(.stop) }
             summarizeChanges()
+            routes = []
         }
+    }
+
+    /// Stops the timer and the drums' audio.
+    func stop() {
         clock?.stop()
         clock = nil
         drums?.stop()
-        engine.queue.sync {
-            engine.tap = nil
-            engine.commands = nil
-            session?.attach(jam: nil)
-            session?.followClock(of: nil)
-        }
+    }
+
+    /// Carries out the jam's and the drums' commands, on the engine's queue.
+    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>? {
+        guard let engine else { return .failure(JamRefusal(reason: "the jam is not running")) }
+        return engine.queue.sync { self.command(command) }
     }
 
     // MARK: On the engine's queue
 
     /// Carries out `command` (from `jambridge start|stop|tempo|drums` or OSC) and says what happened.
-    func command(_ command: ControlCommand) -> Result<String, JamRefusal> {
+    private func command(_ command: ControlCommand) -> Result<String, JamRefusal> {
         switch command {
         case .jam(let command): jam(command)
         case .drums(let command): drums(command)
@@ -181,34 +190,30 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
             refused: refusals, overRate: conductor.counters.transportOverRate, backdated: conductor.counters.backdated)
     }
 
-    /// The engine's tap: clock, transport and levels from local endpoints (peers' come through `take(_:from:...)`).
-    private func take(_ event: MIDIEvent) -> Bool {
-        guard event.origin.networkPeer == nil, conductor != nil, let engine else { return false }
-        return receive(event.message, from: .local(endpoint: engine.name(event.source), origin: event.origin),
-                       arrival: event.time, senderTime: nil)
+    /// Takes what the engine routed to the jam: clock, transport and levels from every player, the session's peers
+    /// with their sender times.
+    fileprivate func take(_ message: MIDIMessage, routedFrom event: MIDIEvent) {
+        guard conductor != nil, let engine else { return }
+        let sender: JamSender
+        if let ssrc = event.origin.networkPeer {
+            sender = .peer(ssrc: ssrc, name: engine.playerName(event.origin) ?? "SSRC \(ssrc)")
+        } else {
+            sender = .local(endpoint: engine.name(event.source), origin: event.origin)
+        }
+        receive(message, from: sender, arrival: event.time, senderTime: event.sent?.instant, roundTrip: event.sent?.roundTrip)
     }
 
-    func take(_ message: MIDIMessage, from peer: PeerInfo, arrival: MonotonicInstant, senderTime: MonotonicInstant?) -> Bool {
-        guard conductor != nil else { return false }
-        // The clock sync's round trip (100 µs ticks) bounds how long the peer's messages can have been on the way.
-        let roundTrip = peer.clock.map { UInt64(max(0, $0.roundTrip)) * 100_000 }
-        return receive(message, from: .peer(ssrc: peer.ssrc, name: peer.name), arrival: arrival, senderTime: senderTime,
-                       roundTrip: roundTrip)
-    }
-
-    func peerLeft(_ peer: PeerInfo) {
-        guard conductor != nil else { return }
-        drive { $0.peerLeft(ssrc: peer.ssrc, name: peer.name, now: MonotonicClock.now(), emit: $1) }
+    /// A session peer left: its level goes, and if it led, the rhythm ends or is handed over.
+    fileprivate func playerLeft(_ origin: EventOrigin, named name: String) {
+        guard conductor != nil, let ssrc = origin.networkPeer else { return }
+        drive { $0.peerLeft(ssrc: ssrc, name: name, now: MonotonicClock.now(), emit: $1) }
         wakeIfEarlier()
     }
 
     private func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
-                         senderTime: MonotonicInstant?, roundTrip: UInt64? = nil) -> Bool {
-        let taken = drive {
-            $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, roundTrip: roundTrip, emit: $1)
-        }
+                         senderTime: MonotonicInstant?, roundTrip: UInt64?) {
+        drive { _ = $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, roundTrip: roundTrip, emit: $1) }
         wakeIfEarlier()
-        return taken
     }
 
     /// Runs `body` on the conductor and carries out what it emits; returns what `body` returns.
@@ -243,28 +248,24 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         return sleepingUntil
     }
 
-    /// Sends what `outputs` deliver (to the session together, in one packet), then logs what they say: a Start never
-    /// waits behind a log line.
+    /// Sends what `outputs` deliver, through the jam's routes and in one batch (what goes to the session at one
+    /// instant leaves in one packet), then logs what they say: a Start never waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
-        let toSession = outputs.compactMap { output -> JamDelivery? in
-            if case .deliver(let delivery) = output, delivery.toSession { return delivery }
-            return nil
+        guard let engine else { return }
+        engine.routeBatch {
+            for case .deliver(let delivery) in outputs {
+                for route in routes where route.isSession ? delivery.toSession : delivery.toLocal && route.sink != delivery.except {
+                    engine.routeOnQueue(MIDIEvent(delivery.message, from: route.id, at: delivery.time))
+                }
+            }
         }
-        if let session, !toSession.isEmpty { session.sendNow(toSession.map { ($0.message, $0.time) }) }
-        for output in outputs.filter(isDelivery) + outputs.filter({ !isDelivery($0) }) {
+        for output in outputs {
             switch output {
-            case .deliver(let delivery):
-                if delivery.toSession, session != nil, let monitor, delivery.message != .timingClock {
-                    monitor.show(delivery.message, from: "jam", to: "session", at: delivery.time)
-                }
-                guard delivery.toLocal, let engine else { continue }
-                for output in self.outputs where output.name != delivery.except {
-                    engine.deliver(delivery.message, to: output.id, from: "jam", at: delivery.time)
-                }
+            case .deliver:
+                break
             case .changed(let change):
                 log(change)
                 monitor?.note("\(change)", at: MonotonicClock.now())
-                if case .peer(let ssrc, _)? = change.master { session?.followClock(of: ssrc) } else { session?.followClock(of: nil) }
             case .overRate(let message, let source):
                 let count = conductor!.counters.transportOverRate
                 if isLogged(count) {
@@ -306,11 +307,6 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         changeLog.left = 0
     }
 
-    private func isDelivery(_ output: JamOutput) -> Bool {
-        if case .deliver = output { return true }
-        return false
-    }
-
     private func describe(_ policy: ElectionConfiguration.Policy) -> String {
         switch policy {
         case .firstStart: "whoever starts the rhythm leads"
@@ -324,5 +320,34 @@ final class JamPart: Part, SessionJam, @unchecked Sendable { // the conductor an
         case .local(let endpoint, let origin): origin == .none ? endpoint : "\(endpoint) \(origin)"
         case .peer(_, let name): name
         }
+    }
+}
+
+/// The `jam` endpoint's sink: what the engine routes to the jam.
+final class JamSink: SinkEndpoint, @unchecked Sendable { // `part`: set once, before it runs
+    fileprivate weak var part: JamPart?
+
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {}
+
+    func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients) {
+        part?.take(message, routedFrom: event)
+    }
+
+    func playerLeft(_ origin: EventOrigin, named name: String) {
+        part?.playerLeft(origin, named: name)
+    }
+
+    func stop() {}
+}
+
+/// The `jam` endpoint's source: the part enters the jam's routes under their own IDs. It stops first when the daemon
+/// stops or the jam goes: a clock the jam runs sends Stop then, while the routes still run.
+final class JamSource: SourceEndpoint, @unchecked Sendable { // `part`: set once, before it runs
+    fileprivate weak var part: JamPart?
+
+    func start(id: EndpointID, sink: EventSink) {}
+
+    func stop() {
+        part?.finish()
     }
 }

@@ -3,6 +3,7 @@ import Dispatch
 import Logging
 import MIDI
 import RTPMIDI
+import Routing
 import Transport
 
 /// The running RTP-MIDI session: the sans-I/O session, its UDP ports and its timer, all on the
@@ -34,8 +35,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     private var endpointsOfPeer: [UInt32: [EndpointID]] = [:]
     private var peersOfGlob: [String: Set<UInt32>] = [:]
     private var droppedLogged = 0
-    /// The jam, which takes clock, transport and activity from peers before routes do.
-    private weak var jam: SessionJam?
+    /// The peer whose clock the session follows (clock sync every 250 ms), and when its last clock or transport came.
+    private var clockPeer: (ssrc: UInt32, heard: MonotonicInstant)?
+    /// A followed peer silent for this long gives way to another whose clock or transport comes.
+    private static let clockPeerSilence: UInt64 = 1_000_000_000
     private var advertiser: BonjourAdvertiser?
     private var browser: BonjourBrowser?
     /// The name Bonjour registered for us (avahi renames on a conflict).
@@ -119,29 +122,20 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
     }
 
-    /// Hands clock, transport and activity from peers to `jam` first (nil: routes alone); on the engine's queue.
-    func attach(jam: SessionJam?) {
-        dispatchPrecondition(condition: .onQueue(sink!.queue))
-        self.jam = jam
+    /// This instance's SSRC and name in the session, once started; off the engine's queue.
+    func currentIdentity() -> (ssrc: UInt32, name: String)? {
+        sink?.queue.sync { (session.ssrc, advertisedName ?? configuration.name) }
     }
 
-    /// This instance's SSRC and name in the session; on the engine's queue once started.
-    var identity: (ssrc: UInt32, name: String) { (session.ssrc, advertisedName ?? configuration.name) }
-
-    /// Exchanges clock sync often with the peer `ssrc` while its clock is followed (nil: with none); on the
-    /// engine's queue.
-    func followClock(of ssrc: UInt32?) {
-        session.followClock(of: ssrc, now: MonotonicClock.now())
+    /// Follows the clock of `peer`, which sent clock or transport at `time`, unless a peer followed already sent
+    /// some within `clockPeerSilence`; its Stop ends the following. A followed peer exchanges clock sync every
+    /// 250 ms, so that its timestamps are read through a fresh offset (see docs/internals.md).
+    private func followClock(_ message: MIDIMessage, of peer: PeerInfo, at time: MonotonicInstant) {
+        if let followed = clockPeer, followed.ssrc != peer.ssrc,
+           time.nanoseconds < followed.heard.nanoseconds + Self.clockPeerSilence { return }
+        clockPeer = message == .stop ? nil : (peer.ssrc, time)
+        session.followClock(of: clockPeer?.ssrc, now: time)
         runner.reschedule()
-    }
-
-    /// Sends `messages`, each due at its time, to every peer now, together (one packet while their times allow); on
-    /// the engine's queue. What the jam sends at one instant (a Start, its first tick, the total) leaves in one packet:
-    /// sent one by one, the network may reorder them, and a first tick overtaken is dropped as late, the follower
-    /// then counting the song from its second tick.
-    func sendNow(_ messages: [(message: MIDIMessage, time: MonotonicInstant)]) {
-        for (message, time) in messages { session.send(message, at: time) }
-        if !runner.isHandlingDatagram { session.flush() }
     }
 
     /// True once `start` ran.
@@ -248,27 +242,32 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         guard let sink else { return }
+        if JamTraffic.isClockOrTransport(message) { followClock(message, of: peer, at: time) }
         let origin = EventOrigin.networkPeer(ssrc: peer.ssrc)
-        if let jam, jam.take(message, from: peer, arrival: time, senderTime: senderTime) { return }
-        if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time)) }
+        // The clock sync's round trip (100 µs ticks) bounds how long the peer's messages can have been on the way.
+        let sent = senderTime.map { SenderTime($0, roundTrip: peer.clock.map { UInt64(max(0, $0.roundTrip)) * 100_000 }) }
+        if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time, sent: sent)) }
         if let ids = endpointsOfPeer[peer.ssrc] {
-            for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time)) }
+            for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time, sent: sent)) }
         }
     }
 
     func session(peerJoined peer: PeerInfo) {
         logger.info("peer '\(peer.name)' joined from \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us"))")
+        sink?.player(.networkPeer(ssrc: peer.ssrc), named: peer.name)
         rematchPeers()
     }
 
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) {
         logger.info("peer '\(peer.name)' left: \(reason)")
-        jam?.peerLeft(peer)
+        if clockPeer?.ssrc == peer.ssrc { clockPeer = nil }
+        sink?.player(.networkPeer(ssrc: peer.ssrc), named: nil)
         rematchPeers()
     }
 
     func session(peerReturned peer: PeerInfo) {
         logger.info("peer '\(peer.name)' is back at \(peer.address): it was only slow, and keeps its place in the session")
+        sink?.player(.networkPeer(ssrc: peer.ssrc), named: peer.name)
         rematchPeers()
     }
 
@@ -283,15 +282,6 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) {
         logger.warning("invitation to \(target) at \(address) failed: \(reason); trying again later")
     }
-}
-
-/// What the session tells the jam, on the engine's queue.
-protocol SessionJam: AnyObject {
-    /// Takes a message from `peer`, arrived at `arrival`, meant for `senderTime` (nil if unknown); true if the jam
-    /// took it and routes must not.
-    func take(_ message: MIDIMessage, from peer: PeerInfo, arrival: MonotonicInstant, senderTime: MonotonicInstant?) -> Bool
-    /// `peer` left the session.
-    func peerLeft(_ peer: PeerInfo)
 }
 
 /// The `session` endpoint as a sink: what routes send to it goes to every peer.

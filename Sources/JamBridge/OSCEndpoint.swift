@@ -46,6 +46,8 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
     /// Reused per MIDI message fed back: each controller, and whether the echo filter lets the message go to it.
     private var recipients: [(address: NetworkAddress, admitted: Bool)] = []
     private weak var sink: EventSink?
+    /// Hands a `/jambridge/...` command to the daemon, which has the part it is for carry it out (and log it).
+    private let commands: @Sendable (ControlCommand) -> Void
     private var ticker: DispatchSourceTimer?
     private var isStopped = false
     private var counts = (messages: 0, undecodable: 0, rejected: 0, unmatched: 0, sendFailures: 0, controllersRefused: 0,
@@ -59,8 +61,10 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
 
     /// Opens the endpoint's socket; throws if the port cannot be had. Targets that do not resolve are logged
     /// and left out.
-    init(name: String, settings: OSCEndpointSettings, logger: Logger, monitor: EventMonitor?) throws(TransportError) {
+    init(name: String, settings: OSCEndpointSettings, logger: Logger, monitor: EventMonitor?,
+         commands: @escaping @Sendable (ControlCommand) -> Void) throws(TransportError) {
         self.name = name
+        self.commands = commands
         self.settings = settings
         self.logger = logger
         self.monitor = monitor
@@ -279,7 +283,7 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
             }
             return
         }
-        _ = sink?.perform(command)
+        commands(command)
     }
 
     /// Sends `message`'s feedback to the targets and to the controllers heard from within `forget` seconds (not

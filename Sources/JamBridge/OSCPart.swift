@@ -1,3 +1,4 @@
+import Dispatch
 import MIDI
 import OSC
 import RouteFile
@@ -19,7 +20,10 @@ final class OSCPart: Part {
         name = block.declaration.name
         settings = block.settings
         do {
-            endpoint = try OSCEndpoint(name: name, settings: settings, logger: context.logger, monitor: context.monitor)
+            let daemon = context.daemon
+            // Off the engine's queue, where the endpoint reads: the daemon has the jam carry it out there.
+            endpoint = try OSCEndpoint(name: name, settings: settings, logger: context.logger, monitor: context.monitor,
+                                       commands: { command in DispatchQueue.global().async { _ = daemon.perform(command) } })
         } catch {
             throw PartFailure(problem: "\(block.declaration.location): \(name): \(error)", consequence: "this endpoint stays silent")
         }
@@ -39,7 +43,7 @@ final class OSCPart: Part {
     func start(_ wiring: Wiring) {
         var routes: [(id: EndpointID, mapping: OSCRouteMapping)] = []
         var feedbackMappings: [OSCRouteMapping] = []
-        for (index, route) in wiring.configuration.routes.enumerated() {
+        for (index, route) in wiring.configuration.allRoutes.enumerated() {
             guard let mapping = route.osc else { continue }
             if let id = wiring.routeIDs[name]?[index] { routes.append((id, mapping)) }
             if route.from.contains(name) || route.to.contains(name) { feedbackMappings.append(mapping) }

@@ -33,6 +33,13 @@ protocol Part: AnyObject {
     /// takes, before the sources of new endpoints start.
     func start(_ wiring: Wiring)
 
+    /// Carries out `command` if it is this part's to carry out (the jam's start, stop and tempo; the drums'), and says
+    /// what happened; nil if it is not.
+    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>?
+
+    /// Who this instance is to its network peers (the session's SSRC and name), if this part knows.
+    var identity: (ssrc: UInt32, name: String)? { get }
+
     /// Fills in the part's own object of `status` (the session's, an OSC endpoint's...) and what it dropped for
     /// its endpoints (`status.endpoints[name].dropped`), for `jambridge status`.
     func report(into status: inout DaemonStatus)
@@ -48,6 +55,12 @@ extension Part {
 
     /// Parts whose endpoints are all they run have nothing more to stop.
     func stop() {}
+
+    /// Most parts take no commands.
+    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>? { nil }
+
+    /// Most parts do not speak for the instance on the network.
+    var identity: (ssrc: UInt32, name: String)? { nil }
 }
 
 /// What a part answers when told of a changed configuration.
@@ -105,10 +118,11 @@ struct Wiring {
     /// The ID of each running endpoint, by name.
     var ids: [String: EndpointID]
     /// The IDs MIDI from an endpoint that enters each route under its own enters them with: by endpoint name, then
-    /// by the route's index in `configuration.routes`.
+    /// by the route's index in `configuration.allRoutes`.
     var routeIDs: [String: [Int: EndpointID]]
-    /// The RTP-MIDI session, if one runs (the jam sends to it and hears its peers).
-    var session: NetworkSession?
+    /// Who this instance is to its network peers (the session's SSRC and name), if a session runs: asked once the
+    /// parts before the asker started.
+    var identity: () -> (ssrc: UInt32, name: String)?
 }
 
 /// An endpoint's declaration with what its kind says (a path, OSC settings): the block of a part that runs one

@@ -85,6 +85,8 @@ final class SessionPart: Part {
         for (address, label) in settings.addresses { network.invite(address, label: label) }
     }
 
+    var identity: (ssrc: UInt32, name: String)? { network.currentIdentity() }
+
     func report(into status: inout DaemonStatus) {
         status.session = network.report()
     }

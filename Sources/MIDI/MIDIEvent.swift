@@ -75,6 +75,19 @@ public struct Recipients: Hashable, Sendable {
     }
 }
 
+/// When a sender says it meant a message, on our clock, and how far that can be checked.
+public struct SenderTime: Hashable, Sendable {
+    /// The instant the sender meant (a peer's RTP timestamp through the clock sync's offset).
+    public var instant: MonotonicInstant
+    /// How long a clock-sync exchange with the sender took (nanoseconds): no message can have been on the way
+    /// longer, so a sender time earlier than that before its arrival is the sender's word alone. Nil if unknown.
+    public var roundTrip: UInt64?
+    @inlinable public init(_ instant: MonotonicInstant, roundTrip: UInt64?) {
+        self.instant = instant
+        self.roundTrip = roundTrip
+    }
+}
+
 /// A MIDI message with where it came from and when.
 public struct MIDIEvent: Hashable, Sendable {
     /// The message.
@@ -85,11 +98,14 @@ public struct MIDIEvent: Hashable, Sendable {
     public var origin: EventOrigin
     /// When it happened (or is due), on the monotonic clock.
     public var time: MonotonicInstant
+    /// When its sender meant it, where the sender says (a session peer's timestamp); nil for local players.
+    public var sent: SenderTime?
     @inlinable public init(_ message: MIDIMessage, from source: EndpointID, origin: EventOrigin = .none,
-                           at time: MonotonicInstant) {
+                           at time: MonotonicInstant, sent: SenderTime? = nil) {
         self.message = message
         self.source = source
         self.origin = origin
         self.time = time
+        self.sent = sent
     }
 }

@@ -5,6 +5,8 @@ import Yams
 /// The jam a route file's `clock:` and `activity:` blocks declare (either turns it on; the other takes its
 /// defaults).
 public struct JamDeclaration: Equatable, Sendable {
+    /// The name of the jam's endpoint.
+    public static let endpointName = "jam"
     /// The tempo jambridge's own clock starts at when `tempo:` is not written.
     public static let defaultTempo = 120.0
 

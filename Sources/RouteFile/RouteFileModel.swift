@@ -24,19 +24,29 @@ public enum EndpointKind: Hashable, Sendable {
     case osc(OSCEndpointSettings)
     /// The drum sequencer's notes (the name `drums`, there when the `drums:` block is); a source only.
     case drums
+    /// The jam (the name `jam`, there when a `clock:`, `activity:` or `drums:` block is): routes cannot name it;
+    /// it hears every source's clock, transport and activity levels, and sends to the session and the clock's
+    /// `to:` endpoints, through routes of its own (`RouteConfiguration.jamRoutes`).
+    case jam
+
+    /// True for an OSC endpoint.
+    var isOSC: Bool {
+        if case .osc = self { return true }
+        return false
+    }
 
     /// True if the endpoint can be a route's `from`.
     public var canSend: Bool {
         switch self {
         case .midiFile, .session, .peer, .alsaPorts, .alsaCreated, .osc, .drums: true
-        case .recorder: false
+        case .recorder, .jam: false
         }
     }
 
     /// True if the endpoint can be a route's `to`.
     public var canReceive: Bool {
         switch self {
-        case .midiFile, .drums: false
+        case .midiFile, .drums, .jam: false
         case .recorder, .session, .peer, .alsaPorts, .alsaCreated, .osc: true
         }
     }
@@ -147,19 +157,59 @@ public struct RouteConfiguration: Sendable {
         try merge([RouteFileDocument(yaml: yaml, file: file)])
     }
 
-    /// The routes as the router runs them, with endpoint names turned into IDs by `endpointID`; a source for
-    /// which `sourceID` gives an ID (by name and route index: an OSC endpoint's route) enters under that one.
-    /// With a jam, a route without `control: true` first drops the activity level and total controllers.
+    /// The routes as the router runs them, the route files' and then the jam's (`allRoutes`), with endpoint names
+    /// turned into IDs by `endpointID`; a source for which `sourceID` gives an ID (by name and index in
+    /// `allRoutes`: an OSC endpoint's route, the jam's) enters under that one. With a jam, the route files' routes
+    /// carry no clock and transport (the jam's alone) and, without `control: true`, first drop the activity level and
+    /// total controllers.
     public func compiledRoutes(endpointID: (String) -> EndpointID,
                                sourceID: (_ name: String, _ route: Int) -> EndpointID? = { _, _ in nil }) -> [CompiledRoute] {
-        routes.enumerated().map { index, route in
-            CompiledRoute(sources: route.from.map { sourceID($0, index) ?? endpointID($0) },
-                          sinks: route.to.map(endpointID),
-                          stages: controlStage(for: route) + route.stages, echo: route.echo)
+        allRoutes.enumerated().map { index, route in
+            var sources = route.from.map { sourceID($0, index) ?? endpointID($0) }
+            if index == routes.count, jam != nil {
+                // An OSC endpoint's MIDI is what each route's `osc:` block makes of it, under that route's ID: the jam
+                // hears it there.
+                for (other, declared) in routes.enumerated() {
+                    for name in declared.from where endpoints.contains(where: { $0.name == name && $0.kind.isOSC }) {
+                        if let id = sourceID(name, other) { sources.append(id) }
+                    }
+                }
+            }
+            return CompiledRoute(sources: sources, sinks: route.to.map(endpointID),
+                          stages: (index < routes.count ? controlStage(for: route) : []) + route.stages, echo: route.echo,
+                          countsDrops: index < routes.count, carriesClockAndTransport: jam == nil || index >= routes.count)
         }
     }
 
-    /// The stage that keeps the jam's controllers off `route`, unless it asks for them or there is no jam.
+    /// The route files' routes, then the jam's.
+    public var allRoutes: [RouteDeclaration] { routes + jamRoutes }
+
+    /// The jam's routes, after the route files' (none without a jam): into `jam` from every endpoint that sends but
+    /// the `peer:` endpoints (the `session` endpoint brings every peer once), the drums and OSC endpoints (heard on
+    /// the routes their `osc:` blocks translate for, `compiledRoutes`), its clock, transport and activity controllers; out of it, one route to the session and one to each clock output, each of which the
+    /// jam enters under an ID of that route's own, so that it picks where each message goes.
+    public var jamRoutes: [RouteDeclaration] {
+        guard let jam else { return [] }
+        let name = JamDeclaration.endpointName
+        let activity = jam.activity
+        let heard = endpoints.filter { declaration in
+            switch declaration.kind {
+            case .peer, .drums, .jam, .osc: false // an OSC endpoint is heard on its routes (`compiledRoutes`)
+            default: declaration.kind.canSend
+            }
+        }
+        let into = RouteDeclaration(from: heard.map(\.name), to: [name],
+                                    stages: [JamInputFilter((activity.player.channel, activity.player.controller),
+                                                            (activity.total.channel, activity.total.controller))],
+                                    control: true, location: jam.location)
+        let session = endpoints.contains { $0.kind == .session } ? [RouteFileVocabulary.sessionEndpointName] : []
+        let out = (session + jam.clockOutputs).map {
+            RouteDeclaration(from: [name], to: [$0], stages: [], echo: true, control: true, location: jam.location)
+        }
+        return [into] + out
+    }
+
+    /// The stage that keeps the jam's controllers off a route file's route, unless it asks for them or there is no jam.
     private func controlStage(for route: RouteDeclaration) -> [any RouteStage] {
         guard let activity = jam?.activity, !route.control else { return [] }
         return [ControllerDrop((activity.player.channel, activity.player.controller),
@@ -225,7 +275,7 @@ public struct RouteConfiguration: Sendable {
                         used(at: endpoint.location, inFile: fileIndex)
                     case .alsaPorts, .alsaCreated:
                         if firstALSAUse == nil { firstALSAUse = endpoint.location }
-                    case .midiFile, .recorder, .session, .osc, .drums:
+                    case .midiFile, .recorder, .session, .osc, .drums, .jam:
                         break
                     }
                 }
@@ -310,7 +360,23 @@ public struct RouteConfiguration: Sendable {
             }
         }
         let jam = mergedJam(documents, endpoints: endpoints, index: endpointIndex, declaredNames: declaredNames,
-                            errors: &errorsByFile)
+                            errors: &errorsByFile) ?? drums.map { JamDeclaration(location: $0.location) }
+        if let jam {
+            // The jam is an endpoint of its own, and hears the session's peers through the `session` endpoint.
+            let name = JamDeclaration.endpointName
+            if let earlier = endpointIndex[name], let fileIndex = documents.firstIndex(where: { $0.endpoints.contains { $0.name == name } }) {
+                errorsByFile[fileIndex].append(RouteFileError(location: endpoints[earlier].location, message:
+                    "'\(name)' is the jam's own endpoint when a 'clock', 'activity' or 'drums' block is written (at \(jam.location)); give this endpoint another name"))
+            } else {
+                endpointIndex[name] = endpoints.count
+                endpoints.append(EndpointDeclaration(name: name, kind: .jam, location: jam.location))
+            }
+            let sessionName = RouteFileVocabulary.sessionEndpointName
+            if let session, endpointIndex[sessionName] == nil {
+                endpointIndex[sessionName] = endpoints.count
+                endpoints.append(EndpointDeclaration(name: sessionName, kind: .session, location: session.location))
+            }
+        }
         if alsa == nil, let firstALSAUse {
             alsa = ALSADeclaration(location: firstALSAUse)
         }
@@ -322,7 +388,7 @@ public struct RouteConfiguration: Sendable {
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
         let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.songs) { first, _ in first } }
         var configuration = RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa,
-                                               songs: songs, jam: jam ?? drums.map { JamDeclaration(location: $0.location) })
+                                               songs: songs, jam: jam)
         configuration.drums = drums
         configuration.http = http
         return configuration

@@ -11,13 +11,22 @@ public struct CompiledRoute: Sendable {
     /// True: a message also goes back to the player that sent it, when a sink is the endpoint it
     /// came from (`echo: true`); false: every player but that one receives it.
     public var echo: Bool
+    /// True if what its stages drop is counted (`RouterCounters.droppedByStages`): false for a route that only picks
+    /// what it carries (the one into the jam).
+    public var countsDrops: Bool
+    /// False if clock and transport are not the route's to carry (they are the jam's while it runs): they do not
+    /// enter it, and are not counted as dropped.
+    public var carriesClockAndTransport: Bool
 
     /// A route from `sources` to `sinks` through `stages`.
-    public init(sources: [EndpointID], sinks: [EndpointID], stages: [any RouteStage], echo: Bool = false) {
+    public init(sources: [EndpointID], sinks: [EndpointID], stages: [any RouteStage], echo: Bool = false,
+                countsDrops: Bool = true, carriesClockAndTransport: Bool = true) {
+        self.carriesClockAndTransport = carriesClockAndTransport
         self.sources = sources
         self.sinks = sinks
         self.stages = stages
         self.echo = echo
+        self.countsDrops = countsDrops
     }
 }
 
@@ -37,9 +46,10 @@ public struct RouteGraph: Sendable {
         let count = max(0, min(endpointCount, Int(UInt16.max)))
         self.endpointCount = count
         self.routes = routes.map { route in
-            CompiledRoute(sources: route.sources.filter { Int($0.index) < count },
-                          sinks: route.sinks.filter { Int($0.index) < count },
-                          stages: route.stages, echo: route.echo)
+            var route = route
+            route.sources.removeAll { Int($0.index) >= count }
+            route.sinks.removeAll { Int($0.index) >= count }
+            return route
         }
         var bySource = Array(repeating: [Int](), count: count)
         var isSink = Array(repeating: false, count: count)

@@ -111,11 +111,11 @@ public final class Router {
         graph = newGraph
     }
 
-    /// Runs `message` through the route's stages; false if a stage dropped it.
+    /// Runs `message` through `route`'s stages; false if a stage dropped it (counted if the route counts drops).
     @inline(__always)
-    private func passes(_ message: inout MIDIMessage, through stages: [any RouteStage]) -> Bool {
-        for index in stages.indices where !stages[index].apply(&message) {
-            counters.droppedByStages += 1
+    private func passes(_ message: inout MIDIMessage, through route: CompiledRoute) -> Bool {
+        for index in route.stages.indices where !route.stages[index].apply(&message) {
+            if route.countsDrops { counters.droppedByStages += 1 }
             return false
         }
         return true
@@ -131,7 +131,8 @@ public final class Router {
         for routeIndex in graph.routesBySource[source] {
             let route = graph.routes[routeIndex]
             var message = event.message
-            guard passes(&message, through: route.stages) else { continue }
+            guard route.carriesClockAndTransport || !JamTraffic.isClockOrTransport(message),
+                  passes(&message, through: route) else { continue }
             let left = route.echo ? EventOrigin.none : event.origin
             let output = HeldTable.heldOutput(of: message)
             if output == nil && HeldTable.isPedalRelease(message) {

@@ -179,15 +179,17 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         #expect(drums.style == "rock" && drums.declaredStyle == "rock" && drums.level == 2 && drums.levels == 5 && drums.levelKept, "\(drums)")
         #expect(drums.playing && drums.bar ?? 0 >= 1 && (1...4).contains(drums.beat ?? 0) && drums.muted == ["clap"], "\(drums)")
         #expect(drums.notes > 0 && drums.audio == nil, "\(drums)")
-        #expect(statusA.endpoints.keys.sorted() == ["drums", "phone", "session", "song", "tape"])
+        #expect(statusA.endpoints.keys.sorted() == ["drums", "jam", "phone", "session", "song", "tape"])
         let traffic = statusA.endpoints
         #expect(traffic["phone"]?.in ?? 0 > 0 && traffic["phone"]?.dropped["undecodable"] == 1 && traffic["phone"]?.dropped["notAccepted"] == 0,
                 "\(traffic)")
         #expect(traffic["song"]?.in ?? 0 > 0 && traffic["session"]?.out ?? 0 > 0 && traffic["drums"]?.in ?? 0 > 0, "\(traffic)")
         #expect(traffic["tape"]?.out ?? 0 > 0 && traffic["tape"]?.in == 0 && traffic["drums"]?.out == 0, "\(traffic)")
+        // The jam is an endpoint like any other: the phone's levels went to it, its clock and total came from it.
+        #expect(traffic["jam"]?.out ?? 0 > 0 && traffic["jam"]?.in ?? 0 > 0, "\(traffic)")
         // The phone's levels reach its route, which leaves the jam's controllers out.
         #expect(statusA.router.delivered > 0 && statusA.router.filtered == traffic["phone"]?.in && statusA.router.unmatchedReleases == 0
-                && statusA.router.heldTableFull == 0 && statusA.router.untrackable == 0, "\(statusA.router)")
+                && statusA.router.heldTableFull == 0 && statusA.router.untrackable == 0, "\(statusA.router) \(traffic)")
 
         let follower = try #require(statusB.jam)
         #expect(follower.role == "follower" && follower.master == "jam-a" && follower.masterSSRC == session.ssrc, "\(follower)")

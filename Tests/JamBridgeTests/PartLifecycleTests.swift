@@ -78,7 +78,8 @@ private let heldNote = [TimedSong.Entry(offset: 0, message: noteOn(0, 60)), Time
         #expect(try reload(daemon, file, with: routes(100, "tape")) == nothingRestarted)
         #expect(try reload(daemon, file, with: routes(100, "clock-tape")) == nothingRestarted)
         #expect(jam().hasPrefix("jam: master"), "\(jam())")
-        #expect(try reload(daemon, file, with: routes(90, "clock-tape")) == nothingRestarted)
+        // New rules make the jam, and its endpoint, anew.
+        #expect(try reload(daemon, file, with: routes(90, "clock-tape")) == ReloadOutcome(started: ["jam"], stopped: ["jam"]))
         #expect(jam().hasPrefix("jam: idle, clock master nobody, 90.0 BPM"), "\(jam())")
         _ = daemon.stop()
         #expect(daemon.status().isEmpty)

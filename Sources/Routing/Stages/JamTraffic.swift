@@ -1,0 +1,33 @@
+import MIDI
+
+/// What the jam takes from the routes while it runs: clock and transport (Start, Stop, Continue, Song Position)
+/// go to it alone (`CompiledRoute.carriesClockAndTransport`); its two activity controllers go to it and, on routes
+/// that ask (`control: true`), on.
+public enum JamTraffic {
+    /// True if `message` is a clock tick or transport.
+    @inlinable public static func isClockOrTransport(_ message: MIDIMessage) -> Bool {
+        switch message {
+        case .timingClock, .start, .stop, .continue, .songPosition: true
+        default: false
+        }
+    }
+}
+
+/// The stage of the route into the jam: clock, transport and the activity controllers `first` and `second`
+/// (each on its channel) pass; nothing else does.
+public struct JamInputFilter: RouteStage {
+    private let first: (channel: UInt4, controller: UInt7)
+    private let second: (channel: UInt4, controller: UInt7)
+
+    /// A stage passing clock, transport and controller `first` and controller `second`, each on its channel.
+    public init(_ first: (channel: UInt4, controller: UInt7), _ second: (channel: UInt4, controller: UInt7)) {
+        self.first = first
+        self.second = second
+    }
+
+    public func apply(_ message: inout MIDIMessage) -> Bool {
+        guard case .controlChange(let channel, let controller, _) = message else { return JamTraffic.isClockOrTransport(message) }
+        return (channel == first.channel && controller == first.controller)
+            || (channel == second.channel && controller == second.controller)
+    }
+}
