@@ -95,6 +95,12 @@ struct HeldTable {
     /// True if the inputs of endpoint `source` hold anything.
     func holdsInputs(of source: Int) -> Bool { recordsFrom[source] > 0 }
 
+    /// The first input key of endpoint `source`, from `key` on, under which anything is held; nil if none.
+    func heldKey(of source: Int, from key: Int) -> Int? {
+        guard recordsFrom[source] > 0 else { return nil }
+        return inputHead[key..<(source + 1) * Self.keysPerEndpoint].firstIndex { $0 >= 0 }
+    }
+
     /// True if anything is held on endpoint `sink`.
     func holdsOutputs(on sink: Int) -> Bool { recordsTo[sink] > 0 }
 

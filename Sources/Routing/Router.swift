@@ -84,12 +84,11 @@ public final class Router {
     /// Releases every note and pedal any player of `source` holds (it went away, or a song looped or ended).
     public func release(source: EndpointID, _ deliver: Delivery) {
         let index = Int(source.index)
-        guard index < held.endpointCount, held.holdsInputs(of: index) else { return }
-        for channel in 0..<16 {
-            for slot in 0..<HeldTable.slotsPerChannel {
-                let key = held.inputKey(source: index, channel: UInt4(masking: UInt8(channel)), slot: slot)
-                if held.isHeld(key) { releaseKey(key, player: nil, velocity: .zero, deliver) }
-            }
+        guard index < held.endpointCount else { return }
+        var from = held.inputKey(source: index, channel: UInt4(masking: 0), slot: 0)
+        while let key = held.heldKey(of: index, from: from) {
+            releaseKey(key, player: nil, velocity: .zero, deliver)
+            from = key + 1
         }
     }
 
