@@ -46,6 +46,8 @@ final class Assembly {
 
     let engine: Engine
     private let context: PartContext
+    /// The kinds of part, in groups, in the order they are made and started (`partKinds`).
+    private let kinds: [[any Part.Type]]
     private var parts: [RunningPart] = []
     /// The running endpoints, by name.
     private var bindings: [String: Binding] = [:]
@@ -54,9 +56,10 @@ final class Assembly {
     /// The configuration in force.
     private var configuration = RouteConfiguration(endpoints: [], routes: [])
 
-    /// Nothing running yet; the engine routes nothing until the first `apply`.
-    init(context: PartContext) {
+    /// Nothing running yet; the engine routes nothing until the first `apply`, which makes parts of `kinds`.
+    init(context: PartContext, kinds: [[any Part.Type]] = partKinds) {
         self.context = context
+        self.kinds = kinds
         engine = Engine(graph: RouteGraph(routes: [], endpointCount: 0), sinks: [], names: [], monitor: context.monitor)
     }
 
@@ -82,13 +85,13 @@ final class Assembly {
         takeOut(outcome.stopped, stopping: leaving)
         parts = staying
 
-        for group in partKinds {
+        for group in kinds {
             for kind in group {
                 outcome.failures += make(kind, of: new, starting: starting)
             }
             if starting && !outcome.failures.isEmpty { break }
         }
-        let order = partKinds.joined().map { ObjectIdentifier($0) }
+        let order = kinds.joined().map { ObjectIdentifier($0) }
         parts = order.flatMap { kind in parts.filter { $0.kind == kind } }
 
         let running = endpoints(of: parts)
