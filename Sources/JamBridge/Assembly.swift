@@ -17,8 +17,8 @@ var partKinds: [[any Part.Type]] {
 
 /// The running parts and the engine they play into. Every configuration is put in force by `apply`, the first one
 /// included (from an empty configuration), so starting and reloading are one path; `stop` ends everything.
-/// Endpoint IDs are given here, by name, and kept for as long as an endpoint runs unchanged. Used on the
-/// daemon's control queue only.
+/// Endpoint IDs are given here, by name, kept for as long as an endpoint runs unchanged and given again once nothing
+/// is under them (`EndpointIDs`). Used on the daemon's control queue only.
 final class Assembly {
     /// What `apply` did.
     struct Outcome {
@@ -46,17 +46,20 @@ final class Assembly {
 
     let engine: Engine
     private let context: PartContext
+    /// The kinds of part, in groups, in the order they are made and started (`partKinds`).
+    private let kinds: [[any Part.Type]]
     private var parts: [RunningPart] = []
     /// The running endpoints, by name.
     private var bindings: [String: Binding] = [:]
-    /// The name of every ID ever given (IDs are never given twice: the router may still hold notes under an old one).
-    private var names: [String] = []
+    /// The IDs given, by the endpoint each is given to.
+    private var ids = EndpointIDs()
     /// The configuration in force.
     private var configuration = RouteConfiguration(endpoints: [], routes: [])
 
-    /// Nothing running yet; the engine routes nothing until the first `apply`.
-    init(context: PartContext) {
+    /// Nothing running yet; the engine routes nothing until the first `apply`, which makes parts of `kinds`.
+    init(context: PartContext, kinds: [[any Part.Type]] = partKinds) {
         self.context = context
+        self.kinds = kinds
         engine = Engine(graph: RouteGraph(routes: [], endpointCount: 0), sinks: [], names: [], monitor: context.monitor)
     }
 
@@ -68,6 +71,7 @@ final class Assembly {
     /// later group of kinds is made and nothing starts: the caller stops what was made.
     func apply(_ new: RouteConfiguration, starting: Bool) -> Outcome {
         var outcome = Outcome()
+        ids.free(holding: engine.holding)
         var staying: [RunningPart] = [], leaving: [RunningPart] = []
         for running in parts {
             if update(running.part, key: running.key, to: new) == .applied {
@@ -82,24 +86,24 @@ final class Assembly {
         takeOut(outcome.stopped, stopping: leaving)
         parts = staying
 
-        for group in partKinds {
+        for group in kinds {
             for kind in group {
                 outcome.failures += make(kind, of: new, starting: starting)
             }
             if starting && !outcome.failures.isEmpty { break }
         }
-        let order = partKinds.joined().map { ObjectIdentifier($0) }
+        let order = kinds.joined().map { ObjectIdentifier($0) }
         parts = order.flatMap { kind in parts.filter { $0.kind == kind } }
 
         let running = endpoints(of: parts)
         for declaration in new.endpoints where bindings[declaration.name] == nil {
             guard let endpoint = running[declaration.name] else { continue }
-            bindings[declaration.name] = Binding(id: newID(named: declaration.name), endpoint: endpoint)
+            bindings[declaration.name] = Binding(id: ids.give(to: declaration.name), endpoint: endpoint)
             outcome.started.append(declaration.name)
         }
         assignRouteIDs(new)
         configuration = new
-        engine.replace(graph: graph(), sinks: sinkTable(), names: names, stopping: [])
+        engine.replace(graph: graph(), sinks: sinkTable(), names: ids.names, stopping: [])
 
         guard !starting || outcome.failures.isEmpty else { return outcome }
         let made = parts
@@ -171,16 +175,19 @@ final class Assembly {
     }
 
     /// Takes the endpoints named in `going` out of the engine: their sources stop, what they hold and what was
-    /// routed to them is released, their sinks stop (the rest of the configuration in force keeps running); then
-    /// the parts `leaving` stop, last made first.
+    /// routed to them is released, their sinks stop (the rest of the configuration in force keeps running), their
+    /// IDs are retired; then the parts `leaving` stop, last made first.
     private func takeOut(_ going: [String], stopping leaving: [RunningPart]) {
         let removed = going.compactMap { bindings.removeValue(forKey: $0) }
         if !removed.isEmpty {
             for binding in removed { binding.endpoint.source?.stop() }
             for binding in removed {
-                for id in [binding.id] + binding.routeIDs.values { engine.releaseHeld(by: id) }
+                for id in [binding.id] + binding.routeIDs.values {
+                    engine.releaseHeld(by: id)
+                    ids.retire(id)
+                }
             }
-            engine.replace(graph: graph(), sinks: sinkTable(), names: names, stopping: removed.compactMap(\.endpoint.sink))
+            engine.replace(graph: graph(), sinks: sinkTable(), names: ids.names, stopping: removed.compactMap(\.endpoint.sink))
         }
         for running in leaving.reversed() { running.part.stop() }
     }
@@ -191,32 +198,32 @@ final class Assembly {
     }
 
     /// Gives each route from an endpoint that enters each route under its own ID that ID, kept while the endpoint
-    /// runs and the route keeps its place; named as the endpoint.
+    /// runs and the route keeps its place; named as the endpoint. The IDs of routes gone are retired (the endpoint
+    /// releases what it held under them when it follows its new IDs).
     private func assignRouteIDs(_ configuration: RouteConfiguration) {
         var assigned: [String: [Int: EndpointID]] = [:]
         for (index, route) in configuration.allRoutes.enumerated() {
             for name in route.from where bindings[name]?.endpoint.entersEachRoute == true {
-                assigned[name, default: [:]][index] = bindings[name]?.routeIDs[index] ?? newID(named: name)
+                assigned[name, default: [:]][index] = bindings[name]?.routeIDs[index] ?? ids.give(to: name)
             }
         }
-        for name in bindings.keys { bindings[name]?.routeIDs = assigned[name] ?? [:] }
-    }
-
-    private func newID(named name: String) -> EndpointID {
-        names.append(name)
-        return EndpointID(UInt16(truncatingIfNeeded: names.count - 1))
+        for (name, binding) in bindings {
+            let kept = assigned[name] ?? [:]
+            for id in Set(binding.routeIDs.values).subtracting(kept.values) { ids.retire(id) }
+            bindings[name]?.routeIDs = kept
+        }
     }
 
     /// The routes of the configuration in force over the running endpoints (routes to or from others lose them).
     private func graph() -> RouteGraph {
         RouteGraph(routes: configuration.compiledRoutes(endpointID: { bindings[$0]?.id ?? EndpointID(UInt16.max) },
                                                         sourceID: { bindings[$0]?.routeIDs[$1] }),
-                   endpointCount: names.count)
+                   endpointCount: ids.count)
     }
 
     /// The running endpoints' sinks, by ID.
     private func sinkTable() -> [SinkEndpoint?] {
-        var table = [SinkEndpoint?](repeating: nil, count: names.count)
+        var table = [SinkEndpoint?](repeating: nil, count: ids.count)
         for binding in bindings.values { table[Int(binding.id.index)] = binding.endpoint.sink }
         return table
     }

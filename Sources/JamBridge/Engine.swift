@@ -10,17 +10,20 @@ public final class Engine: EventSink, @unchecked Sendable {
     // Everything below is touched only on `queue`.
     private let router: Router
     private var sinks: [SinkEndpoint?]
-    private var names: [String]
+    /// Per endpoint ID: the name of the endpoint it is given to; nil if free.
+    private var names: [String?]
     private let monitor: EventMonitor?
     /// Per endpoint ID: messages that came from it, and messages handed to it (`jambridge status`).
     private var cameFrom: [Int], handedTo: [Int]
     /// The names players behind shared endpoints gave (session peers), by origin.
     private var playerNames: [EventOrigin: String] = [:]
+    /// What the IDs given back or given to another endpoint had counted, by the name they had, while an ID has it.
+    private var carried: [String: (in: Int, out: Int)] = [:]
     private var inBatch = false
     private var endOfBatch: [() -> Void] = []
 
-    /// An engine routing by `graph` to `sinks` (indexed by EndpointID), naming endpoints by `names`.
-    public init(graph: RouteGraph, sinks: [SinkEndpoint?], names: [String], monitor: EventMonitor?) {
+    /// An engine routing by `graph` to `sinks` (indexed by EndpointID), naming endpoints by `names` (nil: a free ID).
+    public init(graph: RouteGraph, sinks: [SinkEndpoint?], names: [String?], monitor: EventMonitor?) {
         router = Router(graph: graph)
         self.sinks = sinks
         self.names = names
@@ -87,8 +90,9 @@ public final class Engine: EventSink, @unchecked Sendable {
     }
 
     /// Puts a new graph in force with a new set of sinks and names (reload); held notes survive.
-    /// Sinks in `stopping` (no longer declared) are stopped once their notes are released.
-    public func replace(graph: RouteGraph, sinks newSinks: [SinkEndpoint?], names newNames: [String],
+    /// Sinks in `stopping` (no longer declared) are stopped once their notes are released. An ID whose name
+    /// changes leaves what it counted to the name it had.
+    public func replace(graph: RouteGraph, sinks newSinks: [SinkEndpoint?], names newNames: [String?],
                         stopping: [SinkEndpoint]) {
         queue.sync {
             let now = MonotonicClock.now()
@@ -98,11 +102,25 @@ public final class Engine: EventSink, @unchecked Sendable {
             }
             for sink in stopping { sink.stop() }
             sinks = newSinks
+            for index in names.indices where index >= newNames.count || newNames[index] != names[index] {
+                if let name = names[index] {
+                    carried[name, default: (0, 0)].in += cameFrom[index]
+                    carried[name, default: (0, 0)].out += handedTo[index]
+                }
+                (cameFrom[index], handedTo[index]) = (0, 0)
+            }
+            let named = Set(newNames.compactMap { $0 })
+            carried = carried.filter { named.contains($0.key) }
             names = newNames
-            let added = Array(repeating: 0, count: max(0, names.count - cameFrom.count))
-            cameFrom += added
-            handedTo += added
+            let size = { (counts: [Int]) in Array(counts.prefix(newNames.count)) + Array(repeating: 0, count: max(0, newNames.count - counts.count)) }
+            cameFrom = size(cameFrom)
+            handedTo = size(handedTo)
         }
+    }
+
+    /// The IDs among `ids` the router holds anything under: a note or pedal as source or sink.
+    func holding(_ ids: [EndpointID]) -> Set<EndpointID> {
+        queue.sync { Set(ids.filter(router.holds)) }
     }
 
     /// Releases every held note to the sinks, then stops them (recorders write their files).
@@ -119,8 +137,9 @@ public final class Engine: EventSink, @unchecked Sendable {
     /// endpoint's routes, an endpoint started again), and what the router counted.
     func traffic() -> (endpoints: [String: (in: Int, out: Int)], router: RouterCounters) {
         queue.sync {
-            var endpoints: [String: (in: Int, out: Int)] = [:]
+            var endpoints = carried
             for (index, name) in names.enumerated() {
+                guard let name else { continue }
                 endpoints[name, default: (0, 0)].in += cameFrom[index]
                 endpoints[name, default: (0, 0)].out += handedTo[index]
             }
@@ -130,7 +149,7 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     /// The name of the endpoint `id` (the jam's players are named by it); on the queue.
     func name(_ id: EndpointID) -> String {
-        Int(id.index) < names.count ? names[Int(id.index)] : id.description
+        Int(id.index) < names.count ? names[Int(id.index)] ?? id.description : id.description
     }
 
     /// Hands a release to the sink `id` for `recipients` (a source or sink went, or everything stops), shown on the

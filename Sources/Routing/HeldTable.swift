@@ -3,19 +3,23 @@ import MIDI
 /// The router's memory of what is sounding: for every held input (source, player, channel, note
 /// or pedal) the outputs (sink, channel, note or controller) its note-on or press produced and the
 /// player they were not sent to, and per sink how many inputs hold each output. Fixed capacity,
-/// allocated up front.
+/// allocated up front; the per-endpoint tables (24 KiB an endpoint) follow the endpoint count.
 ///
 /// An input key is (source, channel, slot); the players of a shared endpoint (session peers, ALSA
 /// ports) hold under the same key, told apart by the origin kept in each record.
 struct HeldTable {
     /// Slots per channel, for inputs and outputs alike: notes 0...127, then controllers as 128 + number.
     static let slotsPerChannel = 256
+    /// Input keys (and output slots) per endpoint: 16 channels of `slotsPerChannel`.
+    static let keysPerEndpoint = 16 * slotsPerChannel
 
     private(set) var endpointCount: Int
     /// First output record of each input key, or -1.
     private var inputHead: [Int32]
     /// Per (sink, channel, output slot): how many records hold it.
     private var outputCount: [UInt16]
+    /// Per endpoint: how many records its inputs hold, and how many hold an output on it.
+    private var recordsFrom: [Int32], recordsTo: [Int32]
     // The record pool, linked by index.
     private var next: [Int32]
     private var sink: [UInt16]
@@ -32,8 +36,10 @@ struct HeldTable {
     init(endpointCount: Int, capacity: Int) {
         let capacity = max(1, min(capacity, Int(Int32.max)))
         self.endpointCount = endpointCount
-        inputHead = Array(repeating: -1, count: endpointCount * 16 * Self.slotsPerChannel)
-        outputCount = Array(repeating: 0, count: endpointCount * 16 * Self.slotsPerChannel)
+        inputHead = Array(repeating: -1, count: endpointCount * Self.keysPerEndpoint)
+        outputCount = Array(repeating: 0, count: endpointCount * Self.keysPerEndpoint)
+        recordsFrom = Array(repeating: 0, count: endpointCount)
+        recordsTo = recordsFrom
         next = (0..<capacity).map { $0 + 1 < capacity ? Int32($0 + 1) : -1 }
         sink = Array(repeating: Self.free, count: capacity)
         channel = Array(repeating: 0, count: capacity)
@@ -86,6 +92,18 @@ struct HeldTable {
     @inline(__always)
     func isHeld(_ key: Int) -> Bool { inputHead[key] >= 0 }
 
+    /// True if the inputs of endpoint `source` hold anything.
+    func holdsInputs(of source: Int) -> Bool { recordsFrom[source] > 0 }
+
+    /// The first input key of endpoint `source`, from `key` on, under which anything is held; nil if none.
+    func heldKey(of source: Int, from key: Int) -> Int? {
+        guard recordsFrom[source] > 0 else { return nil }
+        return inputHead[key..<(source + 1) * Self.keysPerEndpoint].firstIndex { $0 >= 0 }
+    }
+
+    /// True if anything is held on endpoint `sink`.
+    func holdsOutputs(on sink: Int) -> Bool { recordsTo[sink] > 0 }
+
     @inline(__always)
     private func outputIndex(sink: Int, channel: UInt8, slot: UInt8) -> Int {
         (sink * 16 + Int(channel)) * Self.slotsPerChannel + Int(slot)
@@ -124,6 +142,8 @@ struct HeldTable {
         inputHead[key] = Int32(r)
         let o = outputIndex(sink: outSink, channel: outChannel.value, slot: slot[r])
         outputCount[o] &+= 1
+        recordsFrom[key / Self.keysPerEndpoint] += 1
+        recordsTo[outSink] += 1
         return true
     }
 
@@ -150,7 +170,7 @@ struct HeldTable {
             if player == nil || origin[r] == player!.rawValue {
                 if previous < 0 { inputHead[key] = following } else { next[Int(previous)] = following }
                 let (s, c, o) = (Int(sink[r]), UInt4(masking: channel[r]), Int(slot[r]))
-                if let recipients = releaseRecord(r) { body(s, c, o, recipients) }
+                if let recipients = releaseRecord(r, key: key) { body(s, c, o, recipients) }
             } else {
                 previous = record
             }
@@ -160,6 +180,7 @@ struct HeldTable {
 
     /// Forgets every output on `sinkIndex`; calls `body(channel, slot, recipients)` for each release to send.
     mutating func removeOutputs(toSink sinkIndex: Int, _ body: (UInt4, Int, Recipients) -> Void) {
+        guard holdsOutputs(on: sinkIndex) else { return }
         for key in inputHead.indices where inputHead[key] >= 0 {
             var previous: Int32 = -1
             var record = inputHead[key]
@@ -169,7 +190,7 @@ struct HeldTable {
                 if Int(sink[r]) == sinkIndex {
                     if previous < 0 { inputHead[key] = following } else { next[Int(previous)] = following }
                     let (c, o) = (UInt4(masking: channel[r]), Int(slot[r]))
-                    if let recipients = releaseRecord(r) { body(c, o, recipients) }
+                    if let recipients = releaseRecord(r, key: key) { body(c, o, recipients) }
                 } else {
                     previous = record
                 }
@@ -178,22 +199,35 @@ struct HeldTable {
         }
     }
 
-    /// Makes room for endpoints up to `count`; existing keys keep their places.
-    mutating func grow(endpointCount count: Int) {
-        guard count > endpointCount else { return }
-        inputHead += Array(repeating: -1, count: (count - endpointCount) * 16 * Self.slotsPerChannel)
-        outputCount += Array(repeating: 0, count: (count - endpointCount) * 16 * Self.slotsPerChannel)
+    /// Makes room for endpoints 0..<count, or gives back the room of those from `count` on, which must hold
+    /// nothing either way; the keys of the others keep their places.
+    mutating func resize(endpointCount count: Int) {
+        if count > endpointCount {
+            inputHead += Array(repeating: -1, count: (count - endpointCount) * Self.keysPerEndpoint)
+            outputCount += Array(repeating: 0, count: (count - endpointCount) * Self.keysPerEndpoint)
+            recordsFrom += Array(repeating: 0, count: count - endpointCount)
+            recordsTo += Array(repeating: 0, count: count - endpointCount)
+        } else if count < endpointCount {
+            precondition(!(count..<endpointCount).contains { holdsInputs(of: $0) || holdsOutputs(on: $0) },
+                         "the held table gives back the room of an endpoint that holds something")
+            inputHead.removeLast((endpointCount - count) * Self.keysPerEndpoint)
+            outputCount.removeLast((endpointCount - count) * Self.keysPerEndpoint)
+            recordsFrom.removeLast(endpointCount - count)
+            recordsTo.removeLast(endpointCount - count)
+        }
         endpointCount = count
     }
 
-    /// Returns record `r` (already unlinked from its key) to the pool, and says who must hear its
+    /// Returns record `r` (already unlinked from `key`) to the pool, and says who must hear its
     /// output released: everyone it was sent to, if nobody else holds that output; if others do, the
     /// one player that heard this record's note-on but none of theirs (they all left out the same
     /// player, and this record did not), or nobody.
-    private mutating func releaseRecord(_ r: Int) -> Recipients? {
+    private mutating func releaseRecord(_ r: Int, key: Int) -> Recipients? {
         let (s, c, o) = (sink[r], channel[r], slot[r])
         let output = outputIndex(sink: Int(s), channel: c, slot: o)
         outputCount[output] &-= 1
+        recordsFrom[key / Self.keysPerEndpoint] -= 1
+        recordsTo[Int(s)] -= 1
         sink[r] = Self.free
         next[r] = freeHead
         freeHead = Int32(r)

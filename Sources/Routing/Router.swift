@@ -27,7 +27,7 @@ public struct RouterCounters: Hashable, Sendable {
 ///
 /// Every delivery is `deliver(sink, message, recipients)`.
 /// Confined to one thread (the engine's). `dispatch` allocates nothing for non-SysEx messages:
-/// all tables are allocated when the router is made (or grown on a reload).
+/// all tables are allocated when the router is made (or resized on a reload).
 public final class Router {
     /// Hands `message` to `sink` for `recipients`.
     public typealias Delivery = (_ sink: EndpointID, _ message: MIDIMessage, _ recipients: Recipients) -> Void
@@ -85,11 +85,10 @@ public final class Router {
     public func release(source: EndpointID, _ deliver: Delivery) {
         let index = Int(source.index)
         guard index < held.endpointCount else { return }
-        for channel in 0..<16 {
-            for slot in 0..<HeldTable.slotsPerChannel {
-                let key = held.inputKey(source: index, channel: UInt4(masking: UInt8(channel)), slot: slot)
-                if held.isHeld(key) { releaseKey(key, player: nil, velocity: .zero, deliver) }
-            }
+        var from = held.inputKey(source: index, channel: UInt4(masking: 0), slot: 0)
+        while let key = held.heldKey(of: index, from: from) {
+            releaseKey(key, player: nil, velocity: .zero, deliver)
+            from = key + 1
         }
     }
 
@@ -98,16 +97,25 @@ public final class Router {
         for source in 0..<held.endpointCount { release(source: EndpointID(UInt16(source)), deliver) }
     }
 
+    /// True if anything is held under `endpoint`: a note or pedal its inputs turned on, or one sounding on it.
+    public func holds(_ endpoint: EndpointID) -> Bool {
+        let index = Int(endpoint.index)
+        return index < held.endpointCount && (held.holdsInputs(of: index) || held.holdsOutputs(on: index))
+    }
+
     /// Puts `newGraph` in force. Held notes survive and are released later along the paths their
-    /// note-ons took; outputs on endpoints that no route of `newGraph` delivers to are released now.
+    /// note-ons took; outputs on endpoints that no route of `newGraph` delivers to are released now,
+    /// and so is what endpoints beyond its range hold, whose room the held table then gives back.
     public func replace(graph newGraph: RouteGraph, _ deliver: Delivery) {
-        held.grow(endpointCount: newGraph.endpointCount)
+        held.resize(endpointCount: max(held.endpointCount, newGraph.endpointCount))
+        for source in newGraph.endpointCount..<held.endpointCount { release(source: EndpointID(UInt16(source)), deliver) }
         for sink in 0..<held.endpointCount where sink >= newGraph.endpointCount || !newGraph.isSink[sink] {
             held.removeOutputs(toSink: sink) { channel, slot, recipients in
                 counters.delivered += 1
                 deliver(EndpointID(UInt16(sink)), Self.release(channel: channel, slot: slot, velocity: .zero), recipients)
             }
         }
+        held.resize(endpointCount: newGraph.endpointCount)
         graph = newGraph
     }
 

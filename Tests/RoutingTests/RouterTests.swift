@@ -145,6 +145,36 @@ private func messages(_ out: [(sink: Int, message: MIDIMessage)]) -> [MIDIMessag
         #expect(probe.send(.noteOff(channel: ch(0), note: v(60), velocity: v(0)), from: 0).isEmpty)
     }
 
+    @Test func anEndpointHoldsWhatItsInputsTurnedOnAndWhatSoundsOnItUntilReleased() {
+        let probe = RouterProbe([route([0], [1]), route([2], [1])])
+        probe.send(.noteOn(channel: ch(0), note: v(60), velocity: v(90)), from: 0)
+        probe.send(.controlChange(channel: ch(0), controller: v(64), value: v(127)), from: 2)
+        #expect((0..<4).map { probe.router.holds(id($0)) } == [true, true, true, false])
+        probe.send(.noteOff(channel: ch(0), note: v(60), velocity: v(0)), from: 0)
+        #expect((0..<4).map { probe.router.holds(id($0)) } == [false, true, true, false])
+        probe.send(.controlChange(channel: ch(0), controller: v(64), value: v(0)), from: 2)
+        #expect((0..<5).map { probe.router.holds(id($0)) } == [false, false, false, false, false])
+    }
+
+    @Test func aSmallerGraphReleasesWhatEndpointsBeyondItHoldAndGivesBackTheirRoom() {
+        let probe = RouterProbe([route([0], [3]), route([2], [1])])
+        probe.send(.noteOn(channel: ch(0), note: v(60), velocity: v(90)), from: 0)
+        probe.send(.noteOn(channel: ch(1), note: v(61), velocity: v(90)), from: 2)
+        probe.send(.noteOn(channel: ch(1), note: v(62), velocity: v(90)), from: 0)
+        let released = probe.replace([route([0], [1])], endpoints: 2)
+        #expect(Set(released.map { "\($0.sink) \($0.message)" }) == [
+            "3 \(MIDIMessage.noteOff(channel: ch(0), note: v(60), velocity: v(0)))",
+            "1 \(MIDIMessage.noteOff(channel: ch(1), note: v(61), velocity: v(0)))",
+            "3 \(MIDIMessage.noteOff(channel: ch(1), note: v(62), velocity: v(0)))",
+        ])
+        #expect((0..<4).map { probe.router.holds(id($0)) } == [false, false, false, false])
+        // The room given back is clean when it is taken again.
+        #expect(probe.replace([route([0, 2], [3])]).isEmpty)
+        #expect(probe.send(.noteOff(channel: ch(1), note: v(61), velocity: v(0)), from: 2).isEmpty)
+        #expect(probe.router.counters.unmatchedReleases == 1)
+        #expect(probe.send(.noteOn(channel: ch(0), note: v(60), velocity: v(90)), from: 2).map(\.sink) == [3])
+    }
+
     @Test func fullTableDropsNoteOnsInsteadOfSendingThemUntracked() {
         let probe = RouterProbe([route([0], [1])], capacity: 2)
         for note in 60..<63 { probe.send(.noteOn(channel: ch(0), note: v(note), velocity: v(1))) }
