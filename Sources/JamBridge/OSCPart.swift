@@ -1,3 +1,4 @@
+import Logging
 import MIDI
 import OSC
 import RouteFile
@@ -6,7 +7,12 @@ import RouteFile
 /// from it enters the router under an ID of that route's own, since each route's `osc:` block translates for that
 /// route alone.
 final class OSCPart: Part {
+    /// The longest `stop` waits for the port to be free. The reader thread closes it as it ends, after the batch it may
+    /// be handing to the engine's queue, which an ALSA output waiting for room can hold for up to a second.
+    static let stopLimit = Duration.seconds(2)
+
     private let name: String
+    private let logger: Logger
     private let settings: OSCEndpointSettings
     private let endpoint: OSCEndpoint
     private let feedback: OSCFeedbackSink
@@ -18,6 +24,7 @@ final class OSCPart: Part {
     init(_ block: Declared<OSCEndpointSettings>, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         name = block.declaration.name
         settings = block.settings
+        logger = context.logger
         do {
             endpoint = try OSCEndpoint(name: name, settings: settings, logger: context.logger, monitor: context.monitor)
         } catch {
@@ -54,8 +61,10 @@ final class OSCPart: Part {
     }
 
     /// Returns once the port is free (the engine closed it when it stopped the endpoint's sink), so an endpoint
-    /// made again can listen there.
+    /// made again can listen there; or after `stopLimit`, saying so (an endpoint made again there then fails to
+    /// listen, and is tried again at the next reload).
     func stop() {
-        endpoint.waitUntilClosed()
+        guard !endpoint.waitUntilClosed(within: Self.stopLimit) else { return }
+        logger.warning("\(name): OSC port \(endpoint.settings.listenPort) still open after \(Self.stopLimit.components.seconds) s (its reader waits for the engine); it closes when the engine lets it")
     }
 }
