@@ -101,11 +101,7 @@ final class StatusPageServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    // Out of file descriptors, accepting again at once would spin: wait a second.
-                    try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
-                        refusals.acceptFailed(error)
-                        return .seconds(1)
-                    })
+                    try channel.pipeline.syncOperations.addHandler(AcceptBackoff("status page: cannot accept a connection", logger: logger))
                     try channel.pipeline.syncOperations.addHandler(ConnectionGate(connections: connections, refusals: refusals))
                 }
             }
@@ -225,8 +221,6 @@ final class PageRefusals: Sendable {
     }
 
     private let tally = Mutex<[Reason: Int]>([:])
-    /// True from a failed accept to the next that succeeds; such spells are logged once each.
-    private let acceptFailing = Mutex((failing: false, spells: 0))
     private let logger: Logger
 
     init(logger: Logger) {
@@ -245,24 +239,6 @@ final class PageRefusals: Sendable {
             return tally[reason, default: 0]
         }
         if isLogged(count) { logger.warning("status page: \(what()) (\(count) so far)") }
-    }
-
-    /// The listener could not accept a connection (out of file descriptors) and waits a second: logged once until
-    /// it accepts again.
-    func acceptFailed(_ error: IOError) {
-        let spell = acceptFailing.withLock { state -> Int? in
-            guard !state.failing else { return nil }
-            state = (true, state.spells + 1)
-            return state.spells
-        }
-        if let spell, isLogged(spell) {
-            logger.warning("status page: cannot accept a connection: \(error); trying again every second (\(counted(spell, "time")) so far)")
-        }
-    }
-
-    /// The listener accepted a connection.
-    func accepted() {
-        acceptFailing.withLock { $0.failing = false }
     }
 }
 
@@ -332,7 +308,6 @@ final class ConnectionGate: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let accepted = unwrapInboundIn(data)
-        refusals.accepted()
         if let closing = connections.admit(accepted) {
             let whom = closing === accepted ? "a new connection" : "the connection that had waited longest for its request"
             refusals.count(.overConnectionLimit, "\(StatusPageServer.connectionLimit) connections are open, the most taken; closed \(whom)")

@@ -393,10 +393,7 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         defer { close(client) }
         let request = Array(#"{"command": "status"}"#.utf8) + [10]
         #expect(write(client, request, request.count) == request.count)
-        let ticks = { () -> Int in
-            let fields = ((try? String(contentsOfFile: "/proc/\(daemon.pid)/stat", encoding: .utf8)) ?? "").split(separator: ")").last?.split(separator: " ") ?? []
-            return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
-        }
+        let ticks = { cpuTicks(daemon.pid) }
         let before = ticks()
         Thread.sleep(forTimeInterval: 3)
         let used = Double(ticks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -413,13 +410,19 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
     }
 }
 
+/// The CPU time process `pid` has used, user and system, in clock ticks (`_SC_CLK_TCK` a second).
+func cpuTicks(_ pid: Int32) -> Int {
+    let fields = ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "").split(separator: ")").last?.split(separator: " ") ?? []
+    return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+}
+
 /// Runs jambridge under `setpriv CREDENTIALS`; its status, standard output and standard error.
 private func jambridgeAs(_ credentials: [String], _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     try JamBridgeProcess(credentials + [executable.path] + arguments, launcher: "/usr/bin/setpriv").finish(killingAfter: 30)
 }
 
 /// A connection to the Unix socket at `path` (reads and writes time out after 30 s, so that a test cannot hang).
-private func connected(_ path: String) throws -> Int32 {
+func connected(_ path: String) throws -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
@@ -451,7 +454,7 @@ private func exchange(_ path: String, _ bytes: [UInt8]) throws -> String {
 }
 
 /// What the daemon sent on `fd` until it hung up.
-private func readAll(_ fd: Int32) -> String {
+func readAll(_ fd: Int32) -> String {
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
     while case let count = read(fd, &buffer, buffer.count), count > 0 { received += buffer[..<count] }
@@ -459,7 +462,7 @@ private func readAll(_ fd: Int32) -> String {
 }
 
 /// True if the daemon has answered or closed the connection `fd` (something, or the end, is there to read).
-private func hungUp(_ fd: Int32) -> Bool {
+func hungUp(_ fd: Int32) -> Bool {
     var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     return poll(&entry, 1, 0) == 1
 }
