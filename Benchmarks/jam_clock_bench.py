@@ -897,6 +897,37 @@ def during(instant, late, windows, slack=0):
     return any(start - slack <= instant + late and instant <= end + slack for start, end in windows)
 
 
+class Stamper:
+    """Receives the bare thread's datagrams (k, 8 bytes native) on a port of 127.0.0.1 and stamps each with the
+    kernel's receive time, as the listeners stamp the jam's ticks: {k: arrival on CLOCK_MONOTONIC}."""
+
+    def __init__(self, clock_of):
+        self.clock_of = clock_of  # a Listener, for its offset of the kernel's stamps to CLOCK_MONOTONIC
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+        self.arrivals = {}
+
+    def sockets(self):
+        return [self.sock]
+
+    def readable(self, sock):
+        while True:
+            try:
+                datagram, ancillary, _, _ = sock.recvmsg(64, 256)
+            except BlockingIOError:
+                return
+            arrival = None
+            for level, kind, value in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    seconds, nanoseconds = struct.unpack("qq", value[:16])
+                    arrival = seconds * 1_000_000_000 + nanoseconds - self.clock_of.realtime_offset
+            if arrival is not None and len(datagram) == 8:
+                self.arrivals[struct.unpack("q", datagram)[0]] = arrival
+
+
 # A wake-up of the normal-priority canary this late counts as the scheduler keeping normal threads (the engine's) waiting.
 NORMAL_STALL = 5_000_000
 
@@ -936,9 +967,10 @@ routes:
         sink = Listener("bench-sink", base, decoder, count_only=True)
         for member in (listener, sink):
             member.join()
-        members = [listener, sink]
-        bare = subprocess.Popen([arguments.bare, str(arguments.bare_priority)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+        stamper = Stamper(listener)
+        members = [listener, sink, stamper]
+        bare = subprocess.Popen([arguments.bare, str(arguments.bare_priority), str(stamper.port)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         processes.started.append(bare)
         bare_policy = bare.stdout.readline().strip()
         if not bare_policy.startswith("# SCHED_FIFO"):
@@ -973,7 +1005,7 @@ routes:
             raise SystemExit("the load generator failed:\n%s" % load_errors)
         processes.control(a, "stop", serving=(members, None))
         pump(members, mono() + 300_000_000)
-        for member in members:
+        for member in (listener, sink):
             member.leave()
         steal_after, load_after = stolen_and_load()
         canary_worst, stalls = canary_result(canary)
@@ -1044,7 +1076,7 @@ routes:
         deviations = [abs(i - period) for i in intervals]
         lateness = [when - deadline for _, when, deadline in stamps]
         std = statistics.pstdev(intervals)
-        print("%-32s %5d  interval std %7s us, max |dev| %8s us, p99 |dev| %7s us; late p50 %6s / p99 %8s / max %8s us; "
+        print("%-36s %5d  interval std %7s us, max |dev| %8s us, p99 |dev| %7s us; late p50 %6s / p99 %8s / max %8s us; "
               "> 0.5 ms late: %d" % (label, len(stamps), us(std), us(max(deviations)), us(percentile(deviations, 99)),
                                       us(percentile(lateness, 50)), us(percentile(lateness, 99)), us(max(lateness)),
                                       sum(1 for late in lateness if late > 500_000)))
@@ -1053,9 +1085,12 @@ routes:
     calm = [b[1] - a[1] - period for a, b in zip(jam, jam[1:])
             if b[0] == a[0] + 1 and a[1] - a[2] <= 500_000 and b[1] - b[2] <= 500_000]
     if calm:
-        print("%-32s %5d  interval std %7s us, max |dev| %8s us (intervals between ticks neither over 0.5 ms late)"
+        print("%-36s %5d  interval std %7s us, max |dev| %8s us (intervals between ticks neither over 0.5 ms late)"
               % ("", len(calm) + 1, us(statistics.pstdev(calm)), us(max(map(abs, calm)))))
     bare_std, _ = figures("bare thread (wake-up)", [(k, woke, deadline) for k, deadline, woke in bare_rows])
+    bare_sent = [(k, stamper.arrivals[k], deadline) for k, deadline, _ in bare_rows if k in stamper.arrivals]
+    if len(bare_sent) > 10:
+        figures("bare thread (its datagram, stamped)", bare_sent)
     late_ticks = [(k, instant, arrival - instant) for k, arrival, instant in jam if arrival - instant > 500_000]
     bare_late = {k for k, (deadline, woke) in bare_by_k.items() if woke - deadline > 500_000}
     seen = [entry for entry in late_ticks if entry[0] in bare_late]

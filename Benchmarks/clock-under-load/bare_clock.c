@@ -2,11 +2,13 @@
 // it sleeps with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) to the deadlines ANCHOR + k x PERIOD
 // (nanoseconds on CLOCK_MONOTONIC, read as one line "ANCHOR PERIOD END" from standard input, once the
 // benchmark has recovered the jam's tick grid), from the first deadline at least 2 ms ahead up to END,
-// and notes when each wake-up came. It does nothing else: no queue, no lock, no packet. At the end (or
-// on SIGTERM) it prints "k deadline woke" per deadline, in nanoseconds.
+// and notes when each wake-up came. Then, given a PORT, it sends k (8 bytes) to 127.0.0.1:PORT, so that
+// its wake-ups can also be stamped at a listener the way the jam's ticks are; nothing else: no queue, no
+// lock. At the end (or on SIGTERM) it prints "k deadline woke" per deadline, in nanoseconds.
 //
-//   bare_clock [PRIORITY] < "ANCHOR PERIOD END"
+//   bare_clock [PRIORITY [PORT]] < "ANCHOR PERIOD END"
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stopped;
 static void stop(int signal) { (void)signal; stopped = 1; }
@@ -30,6 +34,12 @@ static int64_t now_ns(void) {
 
 int main(int argc, char **argv) {
     int priority = argc > 1 ? atoi(argv[1]) : 20;
+    int sock = -1;
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (argc > 2) {
+        to.sin_port = htons((uint16_t)atoi(argv[2]));
+        sock = socket(AF_INET, SOCK_DGRAM, 0);
+    }
     struct sched_param parameters = {.sched_priority = priority};
     int refused = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters);
     if (refused) {
@@ -62,6 +72,7 @@ int main(int argc, char **argv) {
         while ((result = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL)) == EINTR && !stopped) {}
         if (result != 0) break;
         woke[done++] = now_ns();
+        if (sock >= 0) sendto(sock, &k, sizeof k, 0, (struct sockaddr *)&to, sizeof to);
     }
     for (size_t i = 0; i < done; i++) {
         int64_t k = first + (int64_t)i;
