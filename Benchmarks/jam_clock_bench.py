@@ -1037,15 +1037,20 @@ routes:
           "at the controller's socket (receive buffer full): %s"
           % (seconds, rate("controller", 0), rate("peer-out", 1), rate("osc-out", 1), rate("synth", 1), sink.packets,
              "unknown" if osc_drops is None else osc_drops))
-    header, holds = read_holds(standin_log)
-    windows = [(start, end) for start, end, _, _ in holds]
-    lengths = [end - start for start, end in windows]
+    header, all_holds = read_holds(standin_log)
+    measured_from = started_at + int(arguments.skip * 1e9)
+    holds = [hold for hold in all_holds if hold[1] >= measured_from and hold[0] <= end]
+    windows = [(start, stop) for start, stop, _, _ in all_holds]
+    lengths = [stop - start for start, stop, _, _ in holds]
     print("ALSA stand-in: pool %s cells, %s baud, destination stalls %s ms every %s ms; %s events taken, %s EAGAIN, "
-          "pool at most %s; waitForOutputRoom held the engine's queue %d times (%d gave up after 100 tries): "
-          "p50 %s ms, max %s ms, %.2f s in all"
+          "pool at most %s; in the measured %.0f s waitForOutputRoom held the engine's queue %d times (%d gave up "
+          "after 100 tries): p50 %s ms, max %s ms, %.2f s in all; outside them %d holds (%d gave up); outputs after "
+          "the sequencer was closed: %s"
           % (header.get("pool"), header.get("baud"), header.get("stall"), header.get("every"), header.get("events"),
-             header.get("eagain"), header.get("max_level"), len(holds), sum(h[3] for h in holds),
-             ms(percentile(lengths, 50)) if lengths else "-", ms(max(lengths)) if lengths else "-", sum(lengths) / 1e9))
+             header.get("eagain"), header.get("max_level"), (end - measured_from) / 1e9, len(holds),
+             sum(h[3] for h in holds), ms(percentile(lengths, 50)) if lengths else "-",
+             ms(max(lengths)) if lengths else "-", sum(lengths) / 1e9, len(all_holds) - len(holds),
+             sum(h[3] for h in all_holds) - sum(h[3] for h in holds), header.get("after_close")))
 
     # The jam's ticks and the bare thread's wake-ups over the same deadlines.
     if arguments.keep:

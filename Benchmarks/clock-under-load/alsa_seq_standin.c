@@ -17,9 +17,10 @@
 //
 // Nothing is delivered anywhere; there are no other clients and no input. Every hold (from the
 // first -EAGAIN for an event to the output that succeeded, or to the 100th -EAGAIN, when jambridge
-// gives up) is logged to JB_SEQ_LOG, if set, when the sequencer is closed or the process ends:
+// gives up) is logged to JB_SEQ_LOG, if set, when the sequencer is closed and again when the process ends
+// (an output after snd_seq_close is refused and counted):
 //   pool CELLS baud BAUD stall MS every MS first MS
-//   events N eagain N holds N gave_up N max_level N
+//   events N eagain N holds N gave_up N max_level N after_close N
 //   hold START_NS END_NS TRIES GAVE_UP          (CLOCK_MONOTONIC)
 //
 // Every call runs on jambridge's engine queue (serial), so no locks.
@@ -42,6 +43,7 @@ struct _snd_seq {
     int input_fd;   // never readable: no input
     int room_fd;    // timerfd: readable when the destination frees a cell
     int next_port;
+    int closed;     // kept allocated after snd_seq_close, so that a late call is counted, not a use after free
     char name[64];
 };
 struct _snd_seq_client_info { int client; };
@@ -66,7 +68,7 @@ static struct {
     uint64_t cells, baud, stall, every, first, opened;
     uint64_t *done;   // completion instant of each held event
     uint64_t head, count, last_done;
-    uint64_t events, eagain, holds, gave_up, max_level;
+    uint64_t events, eagain, holds, gave_up, max_level, after_close;
     uint64_t hold_start, hold_tries;
     uint64_t (*log)[4];
     size_t logged, log_capacity;
@@ -120,9 +122,9 @@ static void write_log(void) {
     fprintf(file, "pool %llu baud %llu stall %llu every %llu first %llu\n", (unsigned long long)pool.cells,
             (unsigned long long)pool.baud, (unsigned long long)(pool.stall / 1000000u),
             (unsigned long long)(pool.every / 1000000u), (unsigned long long)(pool.first / 1000000u));
-    fprintf(file, "events %llu eagain %llu holds %llu gave_up %llu max_level %llu\n", (unsigned long long)pool.events,
-            (unsigned long long)pool.eagain, (unsigned long long)pool.holds, (unsigned long long)pool.gave_up,
-            (unsigned long long)pool.max_level);
+    fprintf(file, "events %llu eagain %llu holds %llu gave_up %llu max_level %llu after_close %llu\n",
+            (unsigned long long)pool.events, (unsigned long long)pool.eagain, (unsigned long long)pool.holds,
+            (unsigned long long)pool.gave_up, (unsigned long long)pool.max_level, (unsigned long long)pool.after_close);
     for (size_t i = 0; i < pool.logged; i++)
         fprintf(file, "hold %llu %llu %llu %llu\n", (unsigned long long)pool.log[i][0],
                 (unsigned long long)pool.log[i][1], (unsigned long long)pool.log[i][2],
@@ -147,6 +149,10 @@ static void end_hold(uint64_t end, int gave_up) {
 }
 
 EXPORT int snd_seq_event_output_direct(snd_seq_t *seq, snd_seq_event_t *ev) {
+    if (seq->closed) {
+        pool.after_close++;
+        return -EBADFD;
+    }
     uint64_t now = now_ns();
     uint64_t drained = 0;
     while (pool.count > 0 && pool.done[pool.head] <= now) {
@@ -198,10 +204,10 @@ EXPORT int snd_seq_open(snd_seq_t **handle, const char *name, int streams, int m
 }
 
 EXPORT int snd_seq_close(snd_seq_t *seq) {
-    if (!seq) return 0;
+    if (!seq || seq->closed) return 0;
     close(seq->input_fd);
     close(seq->room_fd);
-    free(seq);
+    seq->closed = 1;
     write_log();
     return 0;
 }
