@@ -242,7 +242,12 @@ struct RouteFileDocument: YAMLDocument {
             }
         }
         if let loopKey, filePath == nil {
-            fail(loopKey, "'loop' applies to 'file' endpoints only")
+            if kindKey == nil {
+                fail(nameNode, "endpoint '\(name)' has 'loop' but no 'file:', the MIDI file to play; write it, such as "
+                     + "'\(name): { file: song.mid, loop: true }'")
+            } else {
+                fail(loopKey, "'loop' applies to 'file' endpoints only")
+            }
             valid = false
         }
         guard valid, let loop else { return nil }

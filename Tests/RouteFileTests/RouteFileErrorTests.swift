@@ -46,7 +46,7 @@ private func route(_ lines: String...) -> String {
 
     @Test func duplicateKey() {
         #expect(mistakes(route("transpose: 1", "transpose: 2")) == [
-            "7:5: key 'transpose' is written more than once in the same mapping; keep one",
+            "8:5: key 'transpose' is already written at r.yaml:7:5 in the same mapping; keep one",
         ])
     }
 
@@ -91,7 +91,8 @@ private func route(_ lines: String...) -> String {
 
     @Test func endpointWithoutKind() {
         #expect(mistakes("endpoints:\n  song: { loop: true }\n") == [
-            "2:11: 'loop' applies to 'file' endpoints only",
+            "2:3: endpoint 'song' has 'loop' but no 'file:', the MIDI file to play; write it, such as "
+                + "'song: { file: song.mid, loop: true }'",
         ])
         #expect(mistakes("endpoints:\n  song: {}\n") == [
             "2:3: endpoint 'song' needs 'file: PATH' (play a MIDI file) or 'record: PATH' (record to a MIDI file)",
