@@ -50,6 +50,19 @@ func report(_ errors: RouteFileErrors) {
     }
 }
 
+/// Prints notes about route files, one `file:line:column: note: message` per line, to standard error (as notices,
+/// for the journal).
+func report(_ notes: [RouteFileNote]) {
+    guard !notes.isEmpty else { return }
+    var standardError = StandardError()
+    let text = notes.map(\.description).joined(separator: "\n")
+    if JournalLogHandler.standardErrorIsJournal {
+        print(JournalLogHandler.lines(text, level: .notice), terminator: "", to: &standardError)
+    } else {
+        print(text, to: &standardError)
+    }
+}
+
 /// Standard error as a `TextOutputStream`.
 struct StandardError: TextOutputStream {
     mutating func write(_ string: String) {
@@ -120,12 +133,11 @@ struct Check: ParsableCommand {
     func run() throws {
         _ = global.bootstrapLogging()
         do {
-            let configuration = try RouteConfiguration.load(files: routes)
-            for file in routes {
-                let endpoints = configuration.endpoints.filter { $0.location.file == file }.count
-                let routeCount = configuration.routes.filter { $0.location.file == file }.count
-                print("\(file): ok (\(counted(endpoints, "endpoint")), \(counted(routeCount, "route")))")
+            let configuration = try RouteConfiguration.load(files: routes, checkingOnly: true)
+            for file in configuration.files {
+                print("\(file.file): ok (\(counted(file.endpoints, "endpoint")), \(counted(file.routes, "route")))")
             }
+            report(configuration.notes)
         } catch {
             report(error)
             throw ExitCode(1)

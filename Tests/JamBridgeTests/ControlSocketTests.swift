@@ -416,7 +416,7 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
 }
 
 /// Runs jambridge under `setpriv CREDENTIALS`; its status, standard output and standard error.
-private func jambridgeAs(_ credentials: [String], _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+func jambridgeAs(_ credentials: [String], _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     try JamBridgeProcess(credentials + [executable.path] + arguments, launcher: "/usr/bin/setpriv").finish(killingAfter: 30)
 }
 
