@@ -146,7 +146,7 @@ public struct RouteConfiguration: Sendable {
     /// (by any path) is read once, with a note. The songs (`file:`) are read and must be Standard MIDI Files, each
     /// recording's (`record:`) directory must be writable, and the drums' kit must load (up to its samples' headers):
     /// what `jambridge check` and `run` report as mistakes at the path. `checkingOnly` (`jambridge check`): a
-    /// recording's directory this user may not write in is a note.
+    /// recording's directory this user may not write in, and an ALSA sequencer this machine does not have, are notes.
     public static func load(files: [String], checkingOnly: Bool = false) throws(RouteFileErrors) -> RouteConfiguration {
         var documents: [RouteFileDocument] = []
         documents.reserveCapacity(files.count)
@@ -167,6 +167,10 @@ public struct RouteConfiguration: Sendable {
         }
         var configuration = try merge(documents)
         configuration.drums?.styleFolders = StyleFile.folders(ofRouteFiles: documents.map(\.file))
+        if checkingOnly, let firstUse = configuration.firstALSAEndpoint, let problem = ALSADeclaration.sequencerProblem() {
+            notes.append(RouteFileNote(location: firstUse.location, message:
+                "\(firstUse.name): \(problem.problem), so 'jambridge run' would stop here; \(problem.fix)"))
+        }
         configuration.notes = notes + configuration.notes
         return configuration
     }
@@ -198,6 +202,16 @@ public struct RouteConfiguration: Sendable {
             return CompiledRoute(sources: sources, sinks: route.to.map(endpointID),
                           stages: (index < routes.count ? controlStage(for: route) : []) + route.stages, echo: route.echo,
                           countsDrops: index < routes.count, carriesClockAndTransport: jam == nil || index >= routes.count)
+        }
+    }
+
+    /// The first `alsa:` endpoint, which asks for the ALSA sequencer; nil if there is none.
+    public var firstALSAEndpoint: EndpointDeclaration? {
+        endpoints.first { declaration in
+            switch declaration.kind {
+            case .alsaPorts, .alsaCreated: true
+            default: false
+            }
         }
     }
 

@@ -78,6 +78,31 @@ import Testing
         #expect(styled.status == 1 && styled.err == "\(dir.path)/mine.yaml:3:3: unknown key 'kik'; did you mean 'kick'?\n", "\(styled.err)")
     }
 
+    // MARK: - 2. No ALSA sequencer
+
+    @Test(.enabled(if: access("/dev/snd/seq", F_OK) != 0, "this machine has an ALSA sequencer"))
+    func withoutASequencerRunSaysWhichLineAskedForItAndWhatToDo() throws {
+        let dir = try temporaryDirectory()
+        let file = try routeFile("""
+            endpoints:
+              song: { file: \(repositoryRoot.path)/routes/songs/demo.mid }
+              synth: { alsa: "FLUID Synth*" }
+            routes:
+              - { from: song, to: synth }
+
+            """, in: dir)
+        let fix = "cannot open the ALSA sequencer (/dev/snd/seq): No such file or directory; this machine has no ALSA sequencer: "
+            + "load it with 'sudo modprobe snd-seq' (in a VM or a container, the host must give it /dev/snd/seq), or remove the alsa: endpoints"
+        let ran = try jambridge(["run", "--stop-after", "5", file], killingAfter: 30)
+        #expect(ran.status == 2 && ran.err.contains("\(file):3:3: synth: \(fix)") && ran.err.contains("jambridge did not start"), "\(ran.err)")
+        // check opens no device, but says what run would meet here.
+        let checked = try jambridge(["check", file])
+        #expect(checked.status == 0 && checked.out == "\(file): ok (2 endpoints, 1 route)\n", "\(checked)")
+        #expect(checked.err == "\(file):3:3: note: synth: cannot open the ALSA sequencer (/dev/snd/seq): No such file or directory, so "
+                + "'jambridge run' would stop here; this machine has no ALSA sequencer: load it with 'sudo modprobe snd-seq' (in a VM or a "
+                + "container, the host must give it /dev/snd/seq), or remove the alsa: endpoints\n", "\(checked.err)")
+    }
+
     // MARK: - 3. Errors a musician can act on
 
     @Test func errorsSayWhatIsLikelyWrongAndHowToFixIt() throws {
