@@ -140,7 +140,7 @@ extension YAMLDocument {
     /// less); nil if it cannot be found so.
     static func repetition(of key: String, after mark: Mark, in yaml: String) -> (line: Int, column: Int)? {
         let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
-        guard mark.line >= 1, mark.line <= lines.count else { return nil }
+        guard mark.line >= 1, mark.line <= lines.count, mark.column >= 1 else { return nil }
         let keyScalars = Array(key.unicodeScalars)
         // `key`, bare or quoted, then spaces and a colon, starting at `start` of `line`.
         func isKey(_ line: [Unicode.Scalar], at start: Int) -> Bool {

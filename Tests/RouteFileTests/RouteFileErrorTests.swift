@@ -48,6 +48,14 @@ private func route(_ lines: String...) -> String {
         #expect(mistakes(route("transpose: 1", "transpose: 2")) == [
             "8:5: key 'transpose' is already written at r.yaml:7:5 in the same mapping; keep one",
         ])
+        // The key written again is looked for in its own mapping only: not in the list item before it, nor in a mapping
+        // nested deeper.
+        #expect(mistakes("routes:\n  - from: a\n    to: b\n  - from: c\n    osc: { to: x }\n    to: d\n    to: e\n") == [
+            "7:5: key 'to' is already written at r.yaml:6:5 in the same mapping; keep one",
+        ])
+        #expect(mistakes("endpoints:\n  song: { file: a.mid, loop: true, file: b.mid }\n") == [
+            "2:36: key 'file' is already written at r.yaml:2:11 in the same mapping; keep one",
+        ])
     }
 
     @Test func emptyFile() {
