@@ -418,8 +418,8 @@ public struct RouteConfiguration: Sendable {
                                    block: "'http' block", errors: &errorsByFile)
         // Each file's mistakes by position, then those found in the files it names (a style file, a kit.yaml), file by file.
         let errors = zip(documents, errorsByFile).flatMap { document, fileErrors in
-            let others = fileErrors.map(\.location.file).filter { $0 != document.file }
-            let order = [document.file] + others.enumerated().filter { others.firstIndex(of: $0.element) == $0.offset }.map(\.element)
+            var order = [document.file]
+            for file in fileErrors.map(\.location.file) where !order.contains(file) { order.append(file) }
             return fileErrors.sorted {
                 (order.firstIndex(of: $0.location.file)!, $0.location.line, $0.location.column)
                     < (order.firstIndex(of: $1.location.file)!, $1.location.line, $1.location.column)
