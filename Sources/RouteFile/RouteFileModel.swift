@@ -171,7 +171,14 @@ public struct RouteConfiguration: Sendable {
             notes.append(RouteFileNote(location: firstUse.location, message:
                 "\(firstUse.name): \(problem.problem), so 'jambridge run' would stop here; \(problem.fix)"))
         }
-        configuration.notes = notes + configuration.notes
+        // The command line's notes first, then file by file, by position.
+        let order = documents.map(\.file)
+        configuration.notes = (notes + configuration.notes).enumerated().sorted { a, b in
+            let key = { (note: RouteFileNote, index: Int) in
+                note.location.map { (order.firstIndex(of: $0.file) ?? order.count, $0.line, $0.column, index) } ?? (-1, 0, 0, index)
+            }
+            return key(a.element, a.offset) < key(b.element, b.offset)
+        }.map(\.element)
         return configuration
     }
 
