@@ -44,9 +44,8 @@ public enum SoundFile {
 
     /// The header of the sound file at `path`, refused as `read` refuses it before decoding: not a regular file (a
     /// FIFO would make the read wait), not a sound file libsndfile can read, no sound, or more channels, a higher
-    /// rate or a greater length than a drum sample may have.
-    /// A WAV or AIFF file whose header claims more sound than the file holds is refused here already (libsndfile says
-    /// so when it opens it); a FLAC file only when decoded.
+    /// rate or a greater length than a drum sample may have. A WAV or AIFF file whose header claims more sound than the
+    /// file holds is refused here already (libsndfile says so when it opens it); a FLAC file only when decoded.
     public static func header(path: String) throws(SoundFileError) -> Header {
         try opened(path) { file, header throws(SoundFileError) in
             guard !headerClaimsMore(file) else { throw SoundFileError(path: path, reason: truncated) }
