@@ -30,8 +30,9 @@ let package = Package(
         .target(name: "Routing", dependencies: ["MIDI"]),
         // The route-file language: reads route files (YAML, the only module that knows it), checks them with
         // located errors and the songs and recording paths they name, and makes each block's model, which
-        // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; clock and activity: Jam; later Drums).
-        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam", "Drums",
+        // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; clock and activity: Jam; drums:
+        // Drums), and checks the kits the route files name through DrumKits' loader.
+        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam", "Drums", "DrumKits",
                                                   .product(name: "Yams", package: "Yams")]),
         // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
         .target(name: "Jam", dependencies: ["MIDI"]),

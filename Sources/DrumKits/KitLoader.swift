@@ -35,21 +35,37 @@ public enum KitLoader {
     /// drumkit.xml is a Hydrogen kit. Every mistake names the kit and the file.
     public static func load(path: String, overrides: [DrumVoice: String] = [:],
                             readingKitFile readKitFile: (String) throws -> KitDescription) throws(KitError) -> LoadedKit {
+        let (description, folder, readerWarnings) = try describe(path, readingKitFile: readKitFile)
+        var loaded = try kit(from: description, at: folder, overrides: overrides)
+        loaded.warnings = readerWarnings + loaded.warnings
+        return loaded
+    }
+
+    /// Checks the kit at `path` as `load` would load it, up to the sound files' headers: its description, the voices
+    /// and overrides, every header the assigned instruments play and what the kit would take, but no sample is decoded
+    /// (`jambridge check`, and every loading of route files). Returns what `load` would warn of, except what only
+    /// decoding finds (a FLAC file shorter than its header says).
+    public static func check(path: String, overrides: [DrumVoice: String] = [:],
+                             readingKitFile readKitFile: (String) throws -> KitDescription) throws(KitError) -> [KitWarning] {
+        let (description, folder, readerWarnings) = try describe(path, readingKitFile: readKitFile)
+        return readerWarnings + (try assemble(description, at: folder, overrides: overrides, decoding: false).warnings)
+    }
+
+    /// The description of the kit at `path` (read by `readKitFile` for a kit.yaml), its folder, and what reading it
+    /// left out.
+    private static func describe(_ path: String, readingKitFile readKitFile: (String) throws -> KitDescription)
+        throws(KitError) -> (KitDescription, folder: String, warnings: [KitWarning]) {
         switch try source(of: path) {
         case .kitFile(let file):
-            let kit = HydrogenDrumkit.folder(of: file)
-            let description: KitDescription
+            let folder = HydrogenDrumkit.folder(of: file)
             do {
-                description = try readKitFile(file)
+                return (try readKitFile(file), folder, [])
             } catch {
-                throw KitError.badDescription(kit: kit, mistakes: "\(error)".split(separator: "\n").map(String.init))
+                throw KitError.badDescription(kit: folder, mistakes: "\(error)".split(separator: "\n").map(String.init))
             }
-            return try self.kit(from: description, at: kit, overrides: overrides)
         case .hydrogen(let file):
-            let (description, readerWarnings) = try HydrogenDrumkit.read(path: file)
-            var loaded = try kit(from: description, at: HydrogenDrumkit.folder(of: file), overrides: overrides)
-            loaded.warnings = readerWarnings + loaded.warnings
-            return loaded
+            let (description, warnings) = try HydrogenDrumkit.read(path: file)
+            return (description, HydrogenDrumkit.folder(of: file), warnings)
         }
     }
 
@@ -83,6 +99,15 @@ public enum KitLoader {
     /// that matches.
     public static func kit(from description: KitDescription, at kit: String,
                            overrides: [DrumVoice: String] = [:]) throws(KitError) -> LoadedKit {
+        let assembled = try assemble(description, at: kit, overrides: overrides, decoding: true)
+        return LoadedKit(kit: Kit(name: description.name, instruments: assembled.instruments!), warnings: assembled.warnings,
+                         bytes: assembled.bytes)
+    }
+
+    /// What `kit(from:at:overrides:)` does; without `decoding`, only up to the headers: an instrument whose every header
+    /// is refused falls back as one whose every sample cannot be decoded, and no instrument comes back (nil).
+    private static func assemble(_ description: KitDescription, at kit: String, overrides: [DrumVoice: String],
+                                 decoding: Bool) throws(KitError) -> (instruments: [DrumVoice: KitInstrument]?, warnings: [KitWarning], bytes: Int) {
         guard !description.instruments.isEmpty else { throw KitError.empty(kit: kit, reason: "it has no instrument with a sample") }
         // Files several layers play are read once and kept until the kit is made; the others are not kept.
         let layerFiles = description.instruments.flatMap { $0.layers.map(\.file) }
@@ -116,19 +141,23 @@ public enum KitLoader {
                 throw KitError.tooLarge(kit: kit, bytes: cost.total, largest: cost.largest.file, largestBytes: cost.largest.bytes)
             }
             for index in newcomers {
+                guard decoding else {
+                    if playable[index]!.isEmpty { broken.insert(index) } else { baked[index] = [] }
+                    continue
+                }
                 let layers = try self.layers(playable[index]!, of: description.instruments[index], in: kit, strictly: chosen.contains(index),
                                              keeping: sharedFiles, in: &audio, leftOut: &leftOut)
                 if layers.isEmpty { broken.insert(index) } else { baked[index] = layers }
             }
             guard assignment.instruments.values.allSatisfy({ baked[$0] != nil }) else { continue }
-            let instruments = Dictionary(uniqueKeysWithValues: assignment.instruments.map { voice, index in
+            let instruments = !decoding ? nil : Dictionary(uniqueKeysWithValues: assignment.instruments.map { voice, index in
                 (voice, KitInstrument(name: description.instruments[index].name, voice: voice, layers: baked[index]!,
                                       chokeGroup: description.instruments[index].chokeGroup))
             })
             var warnings = leftOut
             if !assignment.missingVoices.isEmpty { warnings.append(.missingVoices(kit: kit, assignment.missingVoices)) }
             if !assignment.unusedInstruments.isEmpty { warnings.append(.unusedInstruments(kit: kit, assignment.unusedInstruments)) }
-            return LoadedKit(kit: Kit(name: description.name, instruments: instruments), warnings: warnings, bytes: cost.total)
+            return (instruments, warnings, cost.total)
         }
     }
 

@@ -44,10 +44,17 @@ public enum SoundFile {
 
     /// The header of the sound file at `path`, refused as `read` refuses it before decoding: not a regular file (a
     /// FIFO would make the read wait), not a sound file libsndfile can read, no sound, or more channels, a higher
-    /// rate or a greater length than a drum sample may have.
+    /// rate or a greater length than a drum sample may have. A WAV or AIFF file whose header claims more sound than the
+    /// file holds is refused here already (libsndfile says so when it opens it); a FLAC file only when decoded.
     public static func header(path: String) throws(SoundFileError) -> Header {
-        try opened(path) { _, header in header }
+        try opened(path) { file, header throws(SoundFileError) in
+            guard !headerClaimsMore(file) else { throw SoundFileError(path: path, reason: truncated) }
+            return header
+        }
     }
+
+    /// Why a file shorter than its header says is refused.
+    private static let truncated = "it is truncated: its header claims more sound than the file holds"
 
     /// The sound in the regular file at `path`, refused as `header(path:)` refuses it, or if it holds less than its
     /// header says (a truncated file, or a header claiming gigabytes), or if its header is not `expected` (it
@@ -126,7 +133,7 @@ public enum SoundFile {
         guard sf_error(file) == 0 else { throw SoundFileError(path: path, reason: "it is broken (\(message(sf_strerror(file))))") }
         guard frames > 0 else { throw SoundFileError(path: path, reason: "it holds no sound (0 frames)") }
         if header.lengthKnown && frames < header.frames || headerClaimsMore(file) {
-            throw SoundFileError(path: path, reason: "it is truncated: its header claims more sound than the file holds")
+            throw SoundFileError(path: path, reason: truncated)
         }
         samples.removeLast(samples.count - frames * channelCount)
         guard channelCount > 2 else { return Audio(samples: samples, channelCount: channelCount, rate: header.rate) }

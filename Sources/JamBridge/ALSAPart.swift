@@ -19,7 +19,10 @@ final class ALSAPart: Part {
         do {
             client = try ALSAClient(clientName: declaration.client, logger: logger)
         } catch {
-            throw PartFailure(problem: "\(error)", consequence: "the alsa endpoints stay silent until a reload")
+            // Said at the endpoint that asked for the sequencer, with what to do about it.
+            let asker = configuration.firstALSAEndpoint.map { "\($0.location): \($0.name): " } ?? "\(declaration.location): "
+            throw PartFailure(problem: "\(asker)\(error); \(ALSADeclaration.remedy(forErrno: -error.code))",
+                              consequence: "the alsa endpoints stay silent until a reload")
         }
         updatePorts(configuration)
     }

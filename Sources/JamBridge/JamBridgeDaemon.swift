@@ -76,6 +76,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         } catch {
             throw .routeFiles(error)
         }
+        for note in configuration.notes { logger.notice("\(note)") }
         let failures = control.sync {
             let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
             let servers = ServerLoop()
@@ -219,6 +220,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             serviceManager.notify("READY=1", "STATUS=reload failed (see the log); running the previous routes")
             return .refused(error)
         }
+        for note in configuration.notes { logger.notice("\(note)") }
         let outcome = assembly.apply(configuration, starting: false)
         let summary = summary(of: configuration)
         let reloaded = "reloaded: \(summary) (\(outcome.started.count) started, \(outcome.stopped.count) stopped)"

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import MIDI
 import Yams
 
@@ -34,6 +37,34 @@ public struct ALSADeclaration: Equatable, Sendable {
     public init(client: String = ALSADeclaration.defaultClientName, location: SourceLocation) {
         self.client = client
         self.location = location
+    }
+}
+
+extension ALSADeclaration {
+    /// The ALSA sequencer's device, which `alsa:` endpoints need.
+    public static let sequencerDevice = "/dev/snd/seq"
+
+    /// What to do when the sequencer cannot be opened for the reason `code` (an errno).
+    public static func remedy(forErrno code: Int32) -> String {
+        let remove = "or remove the alsa: endpoints"
+        switch code {
+        case ENOENT, ENODEV, ENXIO:
+            return "this machine has no ALSA sequencer: load it with 'sudo modprobe snd-seq' (in a VM or a container, the "
+                + "host must give it \(sequencerDevice)), \(remove)"
+        case EACCES, EPERM:
+            return "this user may not use the ALSA sequencer: add the user to the 'audio' group ('sudo usermod -aG audio "
+                + "USER', then log in again), \(remove)"
+        default:
+            return "load the sequencer with 'sudo modprobe snd-seq' and make sure the user is in the 'audio' group, \(remove)"
+        }
+    }
+
+    /// Why this user cannot open the sequencer here, as far as access(2) tells without opening it, and what to do;
+    /// nil if it looks fine.
+    public static func sequencerProblem() -> (problem: String, fix: String)? {
+        guard access(sequencerDevice, R_OK | W_OK) != 0 else { return nil }
+        let code = errno
+        return ("cannot open the ALSA sequencer (\(sequencerDevice)): \(String(cString: strerror(code)))", remedy(forErrno: code))
     }
 }
 

@@ -65,6 +65,7 @@ extension RouteFileDocument {
     mutating func readDrumsBlock(_ node: Node, key: Node) -> DrumsDeclaration? {
         var declaration = DrumsDeclaration(style: BuiltinStyles.style("rock")!, location: location(key))
         if Self.isEmpty(node) { return declaration }
+        var kitValue: Node?
         guard let mapping = node.mapping else {
             fail(node, "'drums' is a mapping such as '{ style: funk, kit: built-in }', not \(Self.describe(node))")
             return nil
@@ -99,12 +100,8 @@ extension RouteFileDocument {
                     continue
                 }
                 guard text != "built-in" else { continue }
-                let path = resolve(text)
-                var status = stat()
-                if checksFiles, stat(path, &status) != 0 {
-                    fail(value, "no kit at '\(path)': \(String(cString: strerror(errno)))")
-                }
-                declaration.kit = .path(path)
+                declaration.kit = .path(resolve(text))
+                kitValue = value
             case "voices":
                 declaration.voices = readVoiceMap(value, what: "'voices' (which kit instrument plays a voice)") { node in
                     node.scalar.map(\.string).flatMap { $0.isEmpty ? nil : $0 }
@@ -142,6 +139,14 @@ extension RouteFileDocument {
         }
         if let level = declaration.level, level > declaration.style.levels {
             fail(node, "'level: \(level)' but the style '\(declaration.style.name)' has \(declaration.style.levels) levels")
+        }
+        if checksFiles, case .path(let path) = declaration.kit, let kitValue {
+            checkKit(at: path, overrides: declaration.voices, kitValue)
+            if declaration.audio == nil {
+                notes.append(RouteFileNote(location: location(kitValue), message:
+                    "the kit is not played: without 'audio:' the drums are only notes from the 'drums' endpoint; "
+                    + "add 'audio: default' to hear it"))
+            }
         }
         return declaration
     }

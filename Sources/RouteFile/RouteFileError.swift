@@ -30,3 +30,20 @@ public struct RouteFileErrors: Error, Sendable, CustomStringConvertible {
     /// One mistake per line.
     public var description: String { errors.map(\.description).joined(separator: "\n") }
 }
+
+/// Something worth saying about route files that is not a mistake: what `check` prints after a file's "ok" and `run`
+/// logs, such as a recording that this user could not create but the one who runs the file may.
+public struct RouteFileNote: Hashable, Sendable, CustomStringConvertible {
+    /// Where it applies, if at one place in a file.
+    public var location: SourceLocation?
+    /// What to know, and what to do about it.
+    public var message: String
+
+    public init(location: SourceLocation?, message: String) {
+        self.location = location
+        self.message = message
+    }
+
+    /// `file:line:column: note: message`.
+    public var description: String { (location.map { "\($0): " } ?? "") + "note: " + message }
+}

@@ -83,7 +83,12 @@ extension RouteFileDocument {
             case "tempo":
                 let range = ClockGenerator.tempoRange
                 guard let text = value.scalar?.string, let tempo = Double(text), range.contains(tempo) else {
-                    fail(value, "'tempo' is beats a minute, \(Int(range.lowerBound))-\(Int(range.upperBound)), such as 120")
+                    let beats = "'tempo' is beats a minute, \(Int(range.lowerBound))-\(Int(range.upperBound)), such as 120"
+                    if let (number, unit) = value.scalar.flatMap({ Self.numberAndUnit($0.string) }) {
+                        fail(value, "\(beats): write the number alone, 'tempo: \(number)', without '\(unit)'")
+                    } else {
+                        fail(value, beats)
+                    }
                     continue
                 }
                 declaration.tempo = tempo

@@ -1,3 +1,4 @@
+import DrumKits
 import Drums
 import Foundation
 import MIDI
@@ -198,5 +199,35 @@ struct KitDocument: YAMLDocument {
             return nil
         }
         return value
+    }
+}
+
+extension RouteFileDocument {
+    /// Checks the kit at `path`, which the drums block names at `node`, as every loading of route files does (`check`,
+    /// `run` and a reload, with or without `audio:`): through DrumKits' loader up to the sound files' headers (no sample
+    /// is decoded). A kit.yaml's mistakes are reported where they are in it, the others at `node`; when only checking,
+    /// what loading it will warn of (voices it has nothing for, instruments no voice plays) is a note at `node`.
+    mutating func checkKit(at path: String, overrides: [DrumVoice: String], _ node: Node) {
+        var kitFileMistakes: [RouteFileError] = []
+        do throws(KitError) {
+            let warnings = try KitLoader.check(path: path, overrides: overrides) { file in
+                do throws(RouteFileErrors) {
+                    return try KitFile.load(path: file)
+                } catch {
+                    kitFileMistakes = error.errors
+                    throw error
+                }
+            }
+            if checkingOnly { notes += warnings.map { RouteFileNote(location: location(node), message: $0.description) } }
+        } catch {
+            switch error {
+            case .badDescription where !kitFileMistakes.isEmpty:
+                errors += kitFileMistakes
+            case .badDescription(let kit, let mistakes):
+                for mistake in mistakes { fail(node, "drum kit '\(kit)': \(mistake)") }
+            default:
+                fail(node, "\(error)")
+            }
+        }
     }
 }

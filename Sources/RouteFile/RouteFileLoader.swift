@@ -89,15 +89,20 @@ struct RouteFileDocument: YAMLDocument {
     var oscListeners: [OSCListener] = []
     /// The directory relative paths in the file are resolved against.
     let directory: URL
-    /// True if the songs (`file:`) and recordings (`record:`) named are checked on disk.
+    /// True if the songs (`file:`), recordings (`record:`) and the drums' kit named are checked on disk.
     let checksFiles: Bool
+    /// True for `jambridge check`: what only the user who runs the file needs (a folder to record into) is a note.
+    let checkingOnly: Bool
+    /// What is worth saying about this file that is not a mistake.
+    var notes: [RouteFileNote] = []
 
-    /// Reads and checks the route file at `file`, the songs it plays and the places it records to; a route
-    /// file that cannot be read is one error at 1:1.
-    init(readingFile file: String) {
+    /// Reads and checks the route file at `file`, the songs it plays, the places it records to and the kit its drums
+    /// play; a route file that cannot be read is one error at 1:1. `checkingOnly`: see `RouteConfiguration.load`.
+    init(readingFile file: String, checkingOnly: Bool = false) {
         self.file = file
         directory = URL(fileURLWithPath: file).deletingLastPathComponent()
         checksFiles = true
+        self.checkingOnly = checkingOnly
         do {
             parse(try RegularFile.text(atPath: file, what: "route file"))
         } catch {
@@ -110,6 +115,7 @@ struct RouteFileDocument: YAMLDocument {
         self.file = file
         directory = URL(fileURLWithPath: file).deletingLastPathComponent()
         checksFiles = false
+        checkingOnly = false
         parse(yaml)
     }
 
@@ -242,7 +248,12 @@ struct RouteFileDocument: YAMLDocument {
             }
         }
         if let loopKey, filePath == nil {
-            fail(loopKey, "'loop' applies to 'file' endpoints only")
+            if kindKey == nil {
+                fail(nameNode, "endpoint '\(name)' has 'loop' but no 'file:', the MIDI file to play; write it, such as "
+                     + "'\(name): { file: song.mid, loop: true }'")
+            } else {
+                fail(loopKey, "'loop' applies to 'file' endpoints only")
+            }
             valid = false
         }
         guard valid, let loop else { return nil }
@@ -285,6 +296,8 @@ struct RouteFileDocument: YAMLDocument {
 
     /// Reports at `node` why a recording cannot be made at `path`: it names something other than a file,
     /// or its directory is missing or not writable. (A file already there is kept: the recorder numbers its take.)
+    /// When only checking, a directory this user may not write in (an installed example) is a note: whoever runs the
+    /// file needs to.
     private mutating func checkRecording(at path: String, _ node: Node) {
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
@@ -302,7 +315,15 @@ struct RouteFileDocument: YAMLDocument {
             return
         }
         if access(directory, W_OK | X_OK) != 0 {
-            fail(node, "cannot record to '\(path)': cannot create files in '\(directory)': \(String(cString: strerror(errno)))")
+            let reason = errno
+            if checkingOnly, reason == EACCES || reason == EROFS {
+                notes.append(RouteFileNote(location: location(node), message:
+                    "this user cannot create files in '\(directory)' (\(String(cString: strerror(reason)))), where 'jambridge run' "
+                    + "records '\(path)': run it as a user who can, or copy the route file (with the songs it plays) to a folder "
+                    + "you can write in"))
+            } else {
+                fail(node, "cannot record to '\(path)': cannot create files in '\(directory)': \(String(cString: strerror(reason)))")
+            }
         }
     }
 

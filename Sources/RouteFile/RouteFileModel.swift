@@ -1,3 +1,4 @@
+import Foundation
 import Jam
 import MIDI
 import OSC
@@ -125,6 +126,10 @@ public struct RouteConfiguration: Sendable {
     public var drums: DrumsDeclaration?
     /// The live status page (`http:`), or nil if no route file turns it on.
     public var http: HTTPDeclaration?
+    /// What `load` found worth saying that is not a mistake, file after file (none after `parse`).
+    public var notes: [RouteFileNote] = []
+    /// Each route file loaded, once, in the order given, with what it declares itself (`RouteFileSummary`).
+    public var files: [RouteFileSummary] = []
 
     /// A configuration holding `endpoints`, `routes`, `session`, `alsa` and `songs` as given.
     public init(endpoints: [EndpointDeclaration], routes: [RouteDeclaration], session: SessionDeclaration? = nil,
@@ -137,17 +142,43 @@ public struct RouteConfiguration: Sendable {
         self.songs = songs
     }
 
-    /// Reads and merges the route files at `files`; endpoint names must be unique across them. The songs
-    /// (`file:`) are read and must be Standard MIDI Files, and each recording's (`record:`) directory must be
-    /// writable: what `jambridge check` and `run` report as mistakes at the path.
-    public static func load(files: [String]) throws(RouteFileErrors) -> RouteConfiguration {
+    /// Reads and merges the route files at `files`; endpoint names must be unique across them, and a file given twice
+    /// (by any path) is read once, with a note. The songs (`file:`) are read and must be Standard MIDI Files, each
+    /// recording's (`record:`) directory must be writable, and the drums' kit must load (up to its samples' headers):
+    /// what `jambridge check` and `run` report as mistakes at the path. `checkingOnly` (`jambridge check`): a
+    /// recording's directory this user may not write in, and an ALSA sequencer this machine does not have, are notes.
+    public static func load(files: [String], checkingOnly: Bool = false) throws(RouteFileErrors) -> RouteConfiguration {
         var documents: [RouteFileDocument] = []
         documents.reserveCapacity(files.count)
+        var notes: [RouteFileNote] = []
+        var read: [String: String] = [:]
         for file in files {
-            documents.append(RouteFileDocument(readingFile: file))
+            let identity = realpath(file, nil).map { resolved in
+                defer { free(resolved) }
+                return String(cString: resolved)
+            } ?? file
+            if let first = read[identity] {
+                notes.append(RouteFileNote(location: nil, message: first == file ? "\(file) is given twice; it is read once"
+                                            : "\(file) and \(first) are the same file; it is read once"))
+                continue
+            }
+            read[identity] = file
+            documents.append(RouteFileDocument(readingFile: file, checkingOnly: checkingOnly))
         }
         var configuration = try merge(documents)
-        configuration.drums?.styleFolders = StyleFile.folders(ofRouteFiles: files)
+        configuration.drums?.styleFolders = StyleFile.folders(ofRouteFiles: documents.map(\.file))
+        if checkingOnly, let firstUse = configuration.firstALSAEndpoint, let problem = ALSADeclaration.sequencerProblem() {
+            notes.append(RouteFileNote(location: firstUse.location, message:
+                "\(firstUse.name): \(problem.problem), so 'jambridge run' would stop here; \(problem.fix)"))
+        }
+        // The command line's notes first, then file by file, by position.
+        let order = documents.map(\.file)
+        configuration.notes = (notes + configuration.notes).enumerated().sorted { a, b in
+            let key = { (note: RouteFileNote, index: Int) in
+                note.location.map { (order.firstIndex(of: $0.file) ?? order.count, $0.line, $0.column, index) } ?? (-1, 0, 0, index)
+            }
+            return key(a.element, a.offset) < key(b.element, b.offset)
+        }.map(\.element)
         return configuration
     }
 
@@ -178,6 +209,16 @@ public struct RouteConfiguration: Sendable {
             return CompiledRoute(sources: sources, sinks: route.to.map(endpointID),
                           stages: (index < routes.count ? controlStage(for: route) : []) + route.stages, echo: route.echo,
                           countsDrops: index < routes.count, carriesClockAndTransport: jam == nil || index >= routes.count)
+        }
+    }
+
+    /// The first `alsa:` endpoint, which asks for the ALSA sequencer; nil if there is none.
+    public var firstALSAEndpoint: EndpointDeclaration? {
+        endpoints.first { declaration in
+            switch declaration.kind {
+            case .alsaPorts, .alsaCreated: true
+            default: false
+            }
         }
     }
 
@@ -382,8 +423,14 @@ public struct RouteConfiguration: Sendable {
         }
         let http = onlyDeclaration(of: \.http, at: \.location, in: documents, named: "the status page",
                                    block: "'http' block", errors: &errorsByFile)
-        let errors = errorsByFile.flatMap { fileErrors in
-            fileErrors.sorted { ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column) }
+        // Each file's mistakes by position, then those found in the files it names (a style file, a kit.yaml), file by file.
+        let errors = zip(documents, errorsByFile).flatMap { document, fileErrors in
+            var order = [document.file]
+            for file in fileErrors.map(\.location.file) where !order.contains(file) { order.append(file) }
+            return fileErrors.sorted {
+                (order.firstIndex(of: $0.location.file)!, $0.location.line, $0.location.column)
+                    < (order.firstIndex(of: $1.location.file)!, $1.location.line, $1.location.column)
+            }
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
         let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.songs) { first, _ in first } }
@@ -391,6 +438,8 @@ public struct RouteConfiguration: Sendable {
                                                songs: songs, jam: jam)
         configuration.drums = drums
         configuration.http = http
+        configuration.notes = documents.flatMap(\.notes)
+        configuration.files = documents.map(RouteFileSummary.init)
         return configuration
     }
 
@@ -416,5 +465,24 @@ public struct RouteConfiguration: Sendable {
         var jam = clock?.declaration ?? JamDeclaration(location: activity!.location)
         if let activity { jam.activity = activity.configuration }
         return jam
+    }
+}
+
+/// What one route file declares itself, the same whether it is loaded alone or with others: the endpoints it names
+/// under `endpoints:` and those its own blocks and routes make (`drums`, `jam`, `session`), and its routes.
+public struct RouteFileSummary: Sendable, Equatable {
+    /// The route file's path as given.
+    public var file: String
+    public var endpoints: Int
+    public var routes: Int
+
+    init(_ document: RouteFileDocument) {
+        file = document.file
+        routes = document.routes.count
+        let hasJam = document.drums != nil || document.jam.clock != nil || document.jam.activity != nil
+        let namesSession = document.routes.contains { ($0.from + $0.to).contains { $0.name == RouteFileVocabulary.sessionEndpointName } }
+        let hasSession = document.session != nil || namesSession || document.endpoints.contains { if case .peer = $0.kind { true } else { false } }
+        endpoints = document.endpoints.count + (document.drums != nil ? 1 : 0) + (hasJam ? 1 : 0)
+            + (namesSession || hasJam && hasSession ? 1 : 0)
     }
 }

@@ -108,10 +108,12 @@ enum RouteFileVocabulary {
         list.map { "'\($0)'" }.joined(separator: ", ")
     }
 
-    /// The Levenshtein distance between `a` and `b`, in characters.
+    /// The edit distance between `a` and `b`, in characters: insertions, deletions, substitutions and swaps of two
+    /// neighbours (optimal string alignment), so that a typo such as 'sytnh' is one edit from 'synth'.
     static func editDistance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
         guard !a.isEmpty else { return b.count }
+        var beforePrevious = [Int](repeating: 0, count: b.count + 1)
         var previous = Array(0...b.count)
         var current = [Int](repeating: 0, count: b.count + 1)
         for i in 1...a.count {
@@ -119,8 +121,11 @@ enum RouteFileVocabulary {
             for j in stride(from: 1, through: b.count, by: 1) {
                 let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
                 current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    current[j] = min(current[j], beforePrevious[j - 2] + 1)
+                }
             }
-            swap(&previous, &current)
+            (beforePrevious, previous, current) = (previous, current, beforePrevious)
         }
         return previous[b.count]
     }

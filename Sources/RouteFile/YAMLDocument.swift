@@ -81,20 +81,93 @@ extension YAMLDocument {
         // libyaml's problems and contexts are fixed phrases ("found character that cannot start any token"), never
         // the file's text; the other cases may hold it.
         switch yamlError {
+        case .composer(_, let problem, let mark, _) where problem == "found undefined alias":
+            fail(at: location(mark), "not valid YAML: found undefined alias: a value starting with '*' is read as a YAML "
+                 + "alias; quote it, such as alsa: \"*USB*\"")
         case .scanner(let context, let problem, let mark, _),
              .parser(let context, let problem, let mark, _),
              .composer(let context, let problem, let mark, _):
             let whileParsing = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
-            fail(at: location(mark), "not valid YAML: \(problem)\(whileParsing)")
+            let hint = Self.likelyMistake(problem: problem, context: context?.text, at: context?.mark)
+            // An alias is reported where it starts: where the quote goes.
+            let at = hint != nil && context?.text.hasPrefix("while scanning an a") == true ? context!.mark : mark
+            fail(at: location(at), "not valid YAML: \(problem)\(whileParsing)\(hint.map { ": \($0)" } ?? "")")
         case .duplicatedKeysInMapping(let duplicates, let context):
-            fail(at: location(context.mark), "key \(quotesText ? RouteFileVocabulary.quoted(duplicates) + " " : "")"
-                 + "is written more than once in the same mapping; keep one")
+            // Yams marks the first of the keys; the mistake is the one written again (the one just added).
+            let first = location(context.mark)
+            guard let key = duplicates.first, let again = Self.repetition(of: key, after: context.mark, in: yaml) else {
+                fail(at: first, "key \(quotesText ? RouteFileVocabulary.quoted(duplicates) + " " : "")"
+                     + "is written more than once in the same mapping; keep one")
+                break
+            }
+            fail(at: SourceLocation(file: file, line: again.line, column: again.column),
+                 "key \(quotesText ? "'\(key)' " : "")is already written at \(first) in the same mapping; keep one")
         case .reader(let problem, let offset, _, _):
             fail(at: offset.map { Self.location(ofCharacter: $0, in: yaml, file: file) } ?? start,
                  "not readable as YAML text: \(problem)")
         default:
             fail(at: start, quotesText ? "not valid YAML: \(yamlError)" : "not valid YAML")
         }
+    }
+
+    /// What a musician most likely did to get libyaml's `problem` (while `context`, which started at `mark`), and how
+    /// to put it right; nil where there is no likely answer.
+    static func likelyMistake(problem: String, context: String?, at mark: Mark?) -> String? {
+        let start = mark.map { "line \($0.line), column \($0.column)" } ?? "above"
+        switch problem {
+        case "did not find expected '-' indicator":
+            return "this line is not lined up with the list that starts at \(start): indent every '- ' of a list the same, "
+                + "with spaces"
+        case "did not find expected key":
+            return "this line is not lined up with the keys of the mapping that starts at \(start): indent every key of a "
+                + "mapping the same, with spaces (a line indented less ends the mapping)"
+        case "mapping values are not allowed in this context":
+            return "a ':' where no key can start: a line indented more than the key above it, or a second 'key:' on one "
+                + "line; write a nested mapping in braces ('song: { file: song.mid }') or on lines of its own, indented, "
+                + "and quote a value that holds ': '"
+        case "did not find expected alphabetic or numeric character":
+            guard let context, context.hasPrefix("while scanning an a") else { return nil }
+            return "a value starting with '*' or '&' is read as a YAML alias or anchor; quote it, such as alsa: \"*USB*\""
+        case "found character that cannot start any token":
+            return "a value starting with '@', '`', '%' or a tab must be quoted, such as \"@home\""
+        default:
+            return nil
+        }
+    }
+
+    /// Where `key`, first written at `mark`, is written again in the same mapping: later on the same line (a flow
+    /// mapping, `{ a: 1, a: 2 }`) or at the same column on a later line, before the mapping ends (a line indented
+    /// less); nil if it cannot be found so.
+    static func repetition(of key: String, after mark: Mark, in yaml: String) -> (line: Int, column: Int)? {
+        let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
+        guard mark.line >= 1, mark.line <= lines.count, mark.column >= 1 else { return nil }
+        let keyScalars = Array(key.unicodeScalars)
+        // `key`, bare or quoted, then spaces and a colon, starting at `start` of `line`.
+        func isKey(_ line: [Unicode.Scalar], at start: Int) -> Bool {
+            for quote in ["", "\"", "'"] {
+                let quoted = Array(quote.unicodeScalars) + keyScalars + Array(quote.unicodeScalars)
+                guard start + quoted.count <= line.count, Array(line[start..<start + quoted.count]) == quoted else { continue }
+                let rest = line[(start + quoted.count)...].drop { $0 == " " }
+                if rest.first == ":" { return true }
+            }
+            return false
+        }
+        let firstLine = lines[mark.line - 1]
+        var index = mark.column - 1 + keyScalars.count
+        while index < firstLine.count {
+            if [",", "{"].contains(firstLine[index]) {
+                let start = firstLine[(index + 1)...].firstIndex { $0 != " " } ?? firstLine.count
+                if isKey(firstLine, at: start) { return (mark.line, start + 1) }
+            }
+            index += 1
+        }
+        for number in mark.line..<lines.count {
+            let line = lines[number]
+            guard let indentation = line.firstIndex(where: { $0 != " " }), line[indentation] != "#" else { continue }
+            if indentation < mark.column - 1 { return nil }
+            if indentation == mark.column - 1, isKey(line, at: indentation) { return (number + 1, indentation + 1) }
+        }
+        return nil
     }
 
     /// The line and column of the character at `offset` in `text`.
@@ -114,6 +187,14 @@ extension YAMLDocument {
             return nil
         }
         return number
+    }
+
+    /// A number followed by a word, as in `100 bpm` or `5004/udp`: the number and the rest; nil for anything else.
+    static func numberAndUnit(_ text: String) -> (number: String, unit: String)? {
+        let number = text.prefix { $0.isNumber || $0 == "." }
+        let unit = text.dropFirst(number.count).drop { $0 == " " }
+        guard !number.isEmpty, Double(number) != nil, !unit.isEmpty, unit.first?.isLetter == true || unit.first == "/" else { return nil }
+        return (String(number), String(unit))
     }
 
     /// A yes/no value: true, false, yes, no, on or off.

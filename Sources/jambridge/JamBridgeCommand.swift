@@ -50,6 +50,19 @@ func report(_ errors: RouteFileErrors) {
     }
 }
 
+/// Prints notes about route files, one `file:line:column: note: message` per line, to standard error (as notices,
+/// for the journal).
+func report(_ notes: [RouteFileNote]) {
+    guard !notes.isEmpty else { return }
+    var standardError = StandardError()
+    let text = notes.map(\.description).joined(separator: "\n")
+    if JournalLogHandler.standardErrorIsJournal {
+        print(JournalLogHandler.lines(text, level: .notice), terminator: "", to: &standardError)
+    } else {
+        print(text, to: &standardError)
+    }
+}
+
 /// Standard error as a `TextOutputStream`.
 struct StandardError: TextOutputStream {
     mutating func write(_ string: String) {
@@ -120,12 +133,11 @@ struct Check: ParsableCommand {
     func run() throws {
         _ = global.bootstrapLogging()
         do {
-            let configuration = try RouteConfiguration.load(files: routes)
-            for file in routes {
-                let endpoints = configuration.endpoints.filter { $0.location.file == file }.count
-                let routeCount = configuration.routes.filter { $0.location.file == file }.count
-                print("\(file): ok (\(counted(endpoints, "endpoint")), \(counted(routeCount, "route")))")
+            let configuration = try RouteConfiguration.load(files: routes, checkingOnly: true)
+            for file in configuration.files {
+                print("\(file.file): ok (\(counted(file.endpoints, "endpoint")), \(counted(file.routes, "route")))")
             }
+            report(configuration.notes)
         } catch {
             report(error)
             throw ExitCode(1)
@@ -373,7 +385,7 @@ struct Render: ParsableCommand {
     }
 
     func run() throws {
-        let logger = global.bootstrapLogging()
+        _ = global.bootstrapLogging()
         let configuration: RouteConfiguration
         do {
             configuration = try RouteConfiguration.load(files: routes)
@@ -382,17 +394,16 @@ struct Render: ParsableCommand {
             throw ExitCode(1)
         }
         guard let drums = configuration.drums else {
-            logger.error("the route files have no 'drums' block: nothing to render")
-            throw ExitCode(1)
+            throw renderFailure("the route files have no 'drums' block: nothing to render")
         }
         let kit: LoadedKit
         do {
             kit = try loadKit(of: drums)
         } catch {
-            logger.error("\(error)")
-            throw ExitCode(1)
+            throw renderFailure("\(error)")
         }
-        for warning in kit.warnings { logger.notice("\(warning)") }
+        var standardError = StandardError()
+        for warning in kit.warnings { print("jambridge render: \(warning)", to: &standardError) }
         let bpm = tempo ?? configuration.jam?.tempo ?? 120
         let clock = ContinuousClock()
         let started = clock.now
@@ -400,8 +411,7 @@ struct Render: ParsableCommand {
         do {
             result = try renderDrums(drums, kit: kit.kit, tempo: bpm, bars: bars, activity: ActivityCurve(activity)!, to: out)
         } catch {
-            logger.error("\(error)")
-            throw ExitCode(1)
+            throw renderFailure("\(error)")
         }
         let elapsed = started.duration(to: clock.now)
         let seconds = Double(result.frames.count / 2) / Double(Kit.sampleRate)
@@ -412,6 +422,13 @@ struct Render: ParsableCommand {
         print("\(out): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
               + "\(result.hits.count) hits (\(String(format: "%.0f", seconds / max(took, 1e-6)))x real time); levels by bar: \(shown)")
     }
+}
+
+/// Says what stops `render` on standard error, as every command does; the exit status to throw.
+private func renderFailure(_ problem: String) -> ExitCode {
+    var standardError = StandardError()
+    print("jambridge render: \(problem)", to: &standardError)
+    return ExitCode(1)
 }
 
 /// `jambridge styles [NAME]`: the built-in drum styles, or one's style file to start a style of your own from.

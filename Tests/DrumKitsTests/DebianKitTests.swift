@@ -42,6 +42,8 @@ import Testing
         // What the kit lacks is said once, by voice, and so is what nothing plays.
         let missing = DrumVoice.allCases.filter { loaded.kit.instruments[$0] == nil }
         #expect(loaded.warnings.contains(.missingVoices(kit: path, missing)))
+        // Checking it (jambridge check: headers only, nothing decoded) warns of the same.
+        #expect(try KitLoader.check(path: path, readingKitFile: KitFile.load(path:)) == loaded.warnings)
         if folder == "rumpf_kit_z01_h2" {
             #expect(loaded.warnings.map(\.description).contains { $0.hasSuffix("'a#4 -' and 59 more (the route file can give them voices)") })
         }
@@ -115,6 +117,7 @@ import Testing
         #expect(loaded.kit.instruments[.cowbell] == nil)
         #expect(loaded.warnings.first == .sampleLeftOut(kit: path, instrument: "Cowbell", file: path + "/misc_Cowbell.flac",
                                                         reason: "No such file or directory"))
+        #expect(try KitLoader.check(path: path, readingKitFile: KitFile.load(path:)).first == loaded.warnings.first)
     }
 
     @Test func folderNamesWithSpaces() throws {

@@ -88,7 +88,7 @@ import Testing
             "kits/garage/kit.yaml:1:9: 'voices' maps voices to sound files, such as 'kick: kick.wav' or 'snare: { file: snare.wav, gain: 0.8 }'",
         ])
         #expect(mistakes("voices: { kick: a.wav, kick: b.wav }") == [
-            "kits/garage/kit.yaml:1:11: key 'kick' is written more than once in the same mapping; keep one",
+            "kits/garage/kit.yaml:1:24: key 'kick' is already written at kits/garage/kit.yaml:1:11 in the same mapping; keep one",
         ])
     }
 

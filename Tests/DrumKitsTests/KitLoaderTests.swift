@@ -125,6 +125,8 @@ import Testing
             try write("voices: { kick: good.wav, snare: \(file) }", to: "kit.yaml", in: folder)
             let error = KitError.badSample(kit: folder, instrument: "snare", file: folder + "/" + file, reason: reason)
             #expect(throws: error) { try load(folder) }
+            // Checking the kit (headers only) finds each as well, a WAV shorter than its header from libsndfile's log.
+            #expect(throws: error) { try KitLoader.check(path: folder, readingKitFile: KitFile.load(path:)) }
             #expect(error.description == "drum kit '\(folder)', instrument 'snare': sample '\(folder)/\(file)': \(reason)")
         }
     }

@@ -426,7 +426,7 @@ func cpuTicks(_ pid: Int32) -> Int {
 }
 
 /// Runs jambridge under `setpriv CREDENTIALS`; its status, standard output and standard error.
-private func jambridgeAs(_ credentials: [String], _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+func jambridgeAs(_ credentials: [String], _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     try JamBridgeProcess(credentials + [executable.path] + arguments, launcher: "/usr/bin/setpriv").finish(killingAfter: 30)
 }
 

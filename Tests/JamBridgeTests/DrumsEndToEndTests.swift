@@ -63,12 +63,15 @@ import Testing
 
     @Test func anAudioDeviceOrKitThatCannotOpenStopsTheStartWithAClearError() throws {
         let dir = try temporaryDirectory()
-        for (drums, error) in [("{ audio: \"hw:97\" }", "drums: cannot play audio on 'hw:97': "),
-                               ("{ kit: \"\(dir.path)\", audio: default }", "is not a drum kit: the folder has neither a kit.yaml")] {
-            let file = dir.appendingPathComponent("drums.yaml")
+        let file = dir.appendingPathComponent("drums.yaml")
+        // A device that cannot be opened is found at start (status 2); a kit that cannot be played is a mistake in the
+        // route file, found when it is loaded and reported at its 'kit:' (status 1), as 'jambridge check' reports it.
+        for (drums, status, error) in [("{ audio: \"hw:97\" }", 2, "drums: cannot play audio on 'hw:97': "),
+                                       ("{ kit: \"\(dir.path)\", audio: default }", 1,
+                                        "\(file.path):1:15: '\(dir.path)' is not a drum kit: the folder has neither a kit.yaml")] {
             try "drums: \(drums)\n".write(to: file, atomically: true, encoding: .utf8)
             let result = try jambridge(["run", "--stop-after", "20", file.path], killingAfter: 60)
-            #expect(result.status == 2 && result.err.contains(error), "\(result.err)")
+            #expect(result.status == status && result.err.contains(error), "\(result.err)")
         }
     }
 }

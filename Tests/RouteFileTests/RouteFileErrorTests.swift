@@ -46,7 +46,15 @@ private func route(_ lines: String...) -> String {
 
     @Test func duplicateKey() {
         #expect(mistakes(route("transpose: 1", "transpose: 2")) == [
-            "7:5: key 'transpose' is written more than once in the same mapping; keep one",
+            "8:5: key 'transpose' is already written at r.yaml:7:5 in the same mapping; keep one",
+        ])
+        // The key written again is looked for in its own mapping only: not in the list item before it, nor in a mapping
+        // nested deeper.
+        #expect(mistakes("routes:\n  - from: a\n    to: b\n  - from: c\n    osc: { to: x }\n    to: d\n    to: e\n") == [
+            "7:5: key 'to' is already written at r.yaml:6:5 in the same mapping; keep one",
+        ])
+        #expect(mistakes("endpoints:\n  song: { file: a.mid, loop: true, file: b.mid }\n") == [
+            "2:36: key 'file' is already written at r.yaml:2:11 in the same mapping; keep one",
         ])
     }
 
@@ -91,7 +99,8 @@ private func route(_ lines: String...) -> String {
 
     @Test func endpointWithoutKind() {
         #expect(mistakes("endpoints:\n  song: { loop: true }\n") == [
-            "2:11: 'loop' applies to 'file' endpoints only",
+            "2:3: endpoint 'song' has 'loop' but no 'file:', the MIDI file to play; write it, such as "
+                + "'song: { file: song.mid, loop: true }'",
         ])
         #expect(mistakes("endpoints:\n  song: {}\n") == [
             "2:3: endpoint 'song' needs 'file: PATH' (play a MIDI file) or 'record: PATH' (record to a MIDI file)",

@@ -334,7 +334,7 @@ import Testing
         ])
         // Keys YAML itself sees as equal are reported as a YAML mistake.
         #expect(locatedMistakes("session:\n  playout:\n    Mike: timestamp\n    \"Mike\": immediate\n") == [
-            "r.yaml:3:5: key 'Mike' is written more than once in the same mapping; keep one",
+            "r.yaml:4:5: key 'Mike' is already written at r.yaml:3:5 in the same mapping; keep one",
         ])
     }
 
