@@ -95,9 +95,7 @@ public final class RTPMIDISession {
     /// Connected peers by control SSRC, and the control SSRC of each data SSRC.
     private var peers: [UInt32: SessionPeer] = [:]
     /// Invitations accepted on the control port and waiting for the data port, by SSRC.
-    private var halfOpen: [UInt32: HalfOpenPeer] = [:]
-    /// Invitations accepted so far, numbering `HalfOpenPeer.arrival`.
-    private var halfOpenArrivals: UInt64 = 0
+    private var halfOpen = HalfOpenTable()
     private var controlSSRCByDataSSRC: [UInt32: UInt32] = [:]
     /// Peers removed a moment ago that may come back (see `DepartedPeer`), oldest first; at most `maxPeers`.
     private var departed: [DepartedPeer] = []
@@ -173,24 +171,21 @@ public final class RTPMIDISession {
         } else if let existing = peers.values.first(where: { $0.info.address == address }) {
             remove(existing, reason: .restarted, now: now)
         }
-        halfOpen[h.ssrc] = nil
-        for (key, waiting) in halfOpen where waiting.info.address == address { halfOpen[key] = nil }
+        halfOpen.remove(ssrc: h.ssrc)
+        halfOpen.remove(at: address)
         if let full = fullSession {
             counters.invitationsOverLimit += 1
             refuse(h, name: name, from: address, because: full)
             return
         }
-        if halfOpen.count >= configuration.halfOpenLimit, let oldest = halfOpen.min(by: { $0.value.arrival < $1.value.arrival }) {
+        if halfOpen.count >= configuration.halfOpenLimit, let oldest = halfOpen.oldest {
             // A flood of forged INs fills every slot; the newest takes the oldest's, so a real peer, whose data-port
             // IN follows our OK within milliseconds, still completes while the flood goes on.
-            halfOpen[oldest.key] = nil
+            halfOpen.remove(ssrc: oldest.info.ssrc)
             counters.halfOpenEvicted += 1
         }
         let info = PeerInfo(ssrc: h.ssrc, name: name, address: address, weInvited: false, clock: nil)
-        halfOpenArrivals += 1
-        halfOpen[h.ssrc] = HalfOpenPeer(info: info, token: h.token,
-                                        expires: now.advanced(byNanoseconds: configuration.halfOpenTimeout),
-                                        arrival: halfOpenArrivals)
+        halfOpen.insert(info, token: h.token, expires: now.advanced(byNanoseconds: configuration.halfOpenTimeout))
         for index in targets.indices where targets[index].address == address {
             targets[index].state = .connected(ssrc: h.ssrc) // it invited us first: no need to invite it
         }
@@ -231,11 +226,11 @@ public final class RTPMIDISession {
     }
 
     private func dataInvitation(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
-        // Matched by SSRC, or by token for initiators that use another SSRC on the data port.
-        let waiting = halfOpen[h.ssrc]
-            ?? halfOpen.values.first { $0.token == h.token && $0.info.address.isSameHost(as: address) }
+        // Matched by SSRC, or for initiators that use another SSRC on the data port by the control port's IN (the port
+        // below), if the token is the same.
+        let waiting = halfOpen[h.ssrc] ?? halfOpen.waiting(at: address.with(port: address.port &- 1))
         if let waiting, waiting.token == h.token, waiting.info.address.isSameHost(as: address) {
-            halfOpen[waiting.info.ssrc] = nil
+            halfOpen.remove(ssrc: waiting.info.ssrc)
             if let full = fullSession {
                 counters.invitationsOverLimit += 1
                 refuse(h, name: waiting.info.name, from: address, because: full, on: .data)
@@ -606,7 +601,7 @@ public final class RTPMIDISession {
             consider(peer.deadline)
             consider(peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout))
         }
-        for waiting in halfOpen.values { consider(waiting.expires) }
+        if let oldest = halfOpen.oldest { consider(oldest.expires) } // the first to expire
         for target in targets {
             switch target.state {
             case .waiting(let until): consider(until)
@@ -630,10 +625,7 @@ public final class RTPMIDISession {
         }) {
             bringBack(index, now: now)
         }
-        for (key, waiting) in halfOpen where now >= waiting.expires {
-            halfOpen[key] = nil
-            counters.halfOpenExpired += 1
-        }
+        counters.halfOpenExpired += halfOpen.removeExpired(now: now)
         for peer in Array(peers.values) {
             if now >= peer.lastClockSync.advanced(byNanoseconds: configuration.peerTimeout) {
                 remove(peer, reason: .timedOut, now: now)

@@ -21,9 +21,9 @@ public struct SessionConfiguration: Sendable {
     /// The most peers connected at once; an invitation beyond is answered NO.
     public var maxPeers = 32
     /// The most invitations waiting for their data port at once (a control-port IN costs one, at most about 400
-    /// bytes with its name cut to 64 scalars, until its data-port IN arrives); a new one takes the oldest one's place. Forged INs at 2,000 a second
-    /// leave a real peer 128 ms for its data-port IN.
-    public var halfOpenLimit = 256
+    /// bytes with its name cut to 64 scalars, until its data-port IN arrives: 800 KB for all); a new one takes the oldest
+    /// one's place. Forged INs at 2,000 a second leave a real peer a second for its data-port IN.
+    public var halfOpenLimit = 2048
     /// An invitation whose data-port IN has not come this long after its control-port OK is
     /// forgotten (peers send both within milliseconds, and repeat IN every second).
     public var halfOpenTimeout: UInt64 = 5_000_000_000

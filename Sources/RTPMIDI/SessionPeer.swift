@@ -78,6 +78,88 @@ struct HalfOpenPeer {
     var arrival: UInt64
 }
 
+/// The invitations waiting for their data-port IN: by SSRC, by address (one per address: a new IN from it replaces
+/// the old), and in the order they came, which is the order they expire in (each lives `halfOpenTimeout`). Every
+/// operation a datagram makes costs the same however full it is: a flood of forged INs fills it at thousands a
+/// second.
+struct HalfOpenTable {
+    private var bySSRC: [UInt32: HalfOpenPeer] = [:]
+    private var byAddress: [NetworkAddress: UInt32] = [:]
+    /// SSRC and arrival of each, oldest first from `head`; entries whose invitation went already are skipped.
+    private var order: [(ssrc: UInt32, arrival: UInt64)] = []
+    private var head = 0
+    private var arrivals: UInt64 = 0
+
+    var count: Int { bySSRC.count }
+    var isEmpty: Bool { bySSRC.isEmpty }
+    var values: Dictionary<UInt32, HalfOpenPeer>.Values { bySSRC.values }
+
+    subscript(ssrc: UInt32) -> HalfOpenPeer? { bySSRC[ssrc] }
+
+    /// The invitation that came from `address`, if any.
+    func waiting(at address: NetworkAddress) -> HalfOpenPeer? {
+        byAddress[address].flatMap { bySSRC[$0] }
+    }
+
+    /// Keeps `info`'s invitation until `expires`, in place of any from its SSRC or its address.
+    mutating func insert(_ info: PeerInfo, token: UInt32, expires: MonotonicInstant) {
+        remove(ssrc: info.ssrc)
+        remove(at: info.address)
+        arrivals += 1
+        bySSRC[info.ssrc] = HalfOpenPeer(info: info, token: token, expires: expires, arrival: arrivals)
+        byAddress[info.address] = info.ssrc
+        order.append((info.ssrc, arrivals))
+    }
+
+    /// Forgets the invitation from `ssrc`, and returns it.
+    @discardableResult
+    mutating func remove(ssrc: UInt32) -> HalfOpenPeer? {
+        guard let waiting = bySSRC.removeValue(forKey: ssrc) else { return nil }
+        byAddress[waiting.info.address] = nil
+        return waiting
+    }
+
+    /// Forgets the invitation from `address`, if any.
+    mutating func remove(at address: NetworkAddress) {
+        if let ssrc = byAddress[address] { remove(ssrc: ssrc) }
+    }
+
+    /// The oldest invitation still waiting.
+    var oldest: HalfOpenPeer? {
+        mutating get {
+            while head < order.count {
+                let entry = order[head]
+                if let waiting = bySSRC[entry.ssrc], waiting.arrival == entry.arrival { return waiting }
+                head += 1
+            }
+            compact()
+            return nil
+        }
+    }
+
+    /// Forgets the invitations expired at `now`; returns how many.
+    mutating func removeExpired(now: MonotonicInstant) -> Int {
+        var removed = 0
+        while let waiting = oldest, now >= waiting.expires {
+            remove(ssrc: waiting.info.ssrc)
+            removed += 1
+        }
+        compact()
+        return removed
+    }
+
+    mutating func removeAll() {
+        self = HalfOpenTable()
+    }
+
+    /// Drops the skipped part of `order` once it is most of it.
+    private mutating func compact() {
+        guard head > 64, head * 2 > order.count else { return }
+        order.removeFirst(head)
+        head = 0
+    }
+}
+
 /// One connected peer's state inside the session.
 final class SessionPeer {
     var info: PeerInfo
