@@ -109,7 +109,8 @@ final class Assembly {
         let made = parts
         let wiring = Wiring(engine: engine, configuration: new, ids: bindings.mapValues(\.id),
                             routeIDs: bindings.mapValues(\.routeIDs),
-                            identity: { made.lazy.compactMap(\.part.identity).first })
+                            identity: { made.lazy.compactMap(\.part.identity).first },
+                            song: { made.lazy.compactMap { $0.part.song() }.first })
         for running in parts { running.part.start(wiring) }
         for name in outcome.started {
             if let binding = bindings[name] { binding.endpoint.source?.start(id: binding.id, sink: engine) }

@@ -128,6 +128,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         return engine.queue.sync { self.command(command) }
     }
 
+    /// The conductor as it is now, on the engine's queue: a copy, which the drums read and cannot change.
+    func song() -> (any JamSong)? {
+        guard let engine else { return nil }
+        dispatchPrecondition(condition: .onQueue(engine.queue))
+        return conductor
+    }
+
     // MARK: On the engine's queue
 
     /// Carries out `command` (from `jambridge start|stop|tempo|drums` or OSC) and says what happened.
