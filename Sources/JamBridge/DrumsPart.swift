@@ -73,11 +73,12 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
         engine.queue.sync { status.drums = player.report(at: MonotonicClock.now(), song: song()) }
     }
 
-    /// Stops the timer and the audio.
+    /// Stops the timer and the audio, and lets go of the wiring's song (which holds the parts, this one too).
     func stop() {
         timer?.stop()
         timer = nil
         player.stop()
+        engine?.queue.sync { song = { nil } }
     }
 
     /// What the timer calls at each deadline, on the engine's queue: plays what is due, returns the next deadline.
