@@ -4,7 +4,7 @@ import MIDI
 import RouteFile
 
 /// One running part of the daemon, made from its block of the route files: the ALSA client, the RTP-MIDI session,
-/// each OSC endpoint, song and recorder. `Assembly` knows parts only through this, and puts every configuration in
+/// each OSC endpoint, song and recorder, the jam, the drums. `Assembly` knows parts only through this, and puts every configuration in
 /// force the same way, the first one included (docs/internals.md, "Parts").
 ///
 /// All of it is called on the daemon's control queue, but `song`.
