@@ -7,11 +7,12 @@ import Routing
 /// The kinds of part, in the order they are made and started: a new kind is its own file and a line here.
 /// At start, the first group opens ports and the sequencer; if any of them cannot be had, nothing of the second
 /// is made, so no take is claimed for nothing. The ALSA client comes first: its sinks pace their output on the
-/// engine's queue, which they learn when it starts, before any source does.
+/// engine's queue, which they learn when it starts, before any source does. The drums come after the jam whose song
+/// they read.
 var partKinds: [[any Part.Type]] {
     [
         [ALSAPart.self, SessionPart.self, OSCPart.self, StatusPagePart.self],
-        [FilePlayerPart.self, RecorderPart.self, JamPart.self],
+        [FilePlayerPart.self, RecorderPart.self, JamPart.self, DrumsPart.self],
     ]
 }
 
@@ -109,7 +110,8 @@ final class Assembly {
         let made = parts
         let wiring = Wiring(engine: engine, configuration: new, ids: bindings.mapValues(\.id),
                             routeIDs: bindings.mapValues(\.routeIDs),
-                            identity: { made.lazy.compactMap(\.part.identity).first })
+                            identity: { made.lazy.compactMap(\.part.identity).first },
+                            song: { made.lazy.compactMap { $0.part.song() }.first })
         for running in parts { running.part.start(wiring) }
         for name in outcome.started {
             if let binding = bindings[name] { binding.endpoint.source?.start(id: binding.id, sink: engine) }
@@ -133,7 +135,11 @@ final class Assembly {
         for running in parts {
             if let result = running.part.perform(command) { return result }
         }
-        return .failure(JamRefusal(reason: "no jam runs: the route files have no 'clock', 'activity' or 'drums' block"))
+        let reason = switch command {
+        case .jam: "no jam runs: the route files have no 'clock', 'activity' or 'drums' block"
+        case .drums: "no drums play: the route files have no 'drums' block"
+        }
+        return .failure(JamRefusal(reason: reason))
     }
 
     /// Has every part fill in its object of `status`, and adds what went in and out of each running endpoint and what

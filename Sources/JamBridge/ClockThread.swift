@@ -7,9 +7,9 @@ import MIDI
 import Synchronization
 import Transport
 
-/// The jam's timer: a thread of its own that sleeps until the next deadline on the monotonic clock
+/// The jam's timer (and the drums'): a thread of its own that sleeps until the next deadline on the monotonic clock
 /// (clock_nanosleep with TIMER_ABSTIME, so a late wake-up never shifts the deadlines after it) and then calls
-/// `fire`, which hands out what is due and returns the next deadline. It runs at real-time priority
+/// `fire`, which hands out what is due and returns the next deadline. It runs at its role's real-time priority
 /// (SCHED_FIFO) where the system allows, so other work on the machine delays a tick less; where it does not,
 /// it says so once and runs at normal priority.
 ///
@@ -18,6 +18,22 @@ import Transport
 final class ClockThread: Sendable {
     /// The real-time priority asked for: above ordinary threads, below the kernel's own (IRQ threads run at 50).
     static let priority: Int32 = 20
+
+    /// What a thread is for, as its log lines say, and the real-time priority it asks for.
+    struct Role: Sendable {
+        /// "clock": the thread's name in its log lines.
+        var name: String
+        var priority: Int32
+        /// What goes without the thread, if it cannot start.
+        var withoutIt: String
+        /// What jitters more at normal priority.
+        var jitters: String
+
+        /// The jam's clock.
+        static let clock = Role(name: "clock", priority: ClockThread.priority,
+                                withoutIt: "for the jam's clock: it sends no clock and no total", jitters: "clock ticks")
+    }
+
     /// Deadlines further than this are waited for on the semaphore first.
     private static let semaphoreMargin: UInt64 = 2_000_000
 
@@ -31,13 +47,13 @@ final class ClockThread: Sendable {
     private let shared = Shared()
 
     /// Starts the thread; it calls `fire` at once, then at each deadline `fire` returns (nil: when woken).
-    init(logger: Logger, fire: @escaping @Sendable (MonotonicInstant) -> MonotonicInstant?) {
-        let loop = Loop(shared: shared, logger: logger, fire: fire)
+    init(_ role: Role = .clock, logger: Logger, fire: @escaping @Sendable (MonotonicInstant) -> MonotonicInstant?) {
+        let loop = Loop(shared: shared, role: role, logger: logger, fire: fire)
         switch startThread({ loop.run() }) {
         case .success(let thread):
             pthread_detach(thread)
         case .failure(let error):
-            logger.error("\(error) for the jam's clock: it sends no clock and no total")
+            logger.error("\(error) \(role.withoutIt)")
             shared.ended.signal()
         }
     }
@@ -56,11 +72,13 @@ final class ClockThread: Sendable {
 
     private final class Loop: @unchecked Sendable {
         let shared: Shared
+        let role: Role
         let logger: Logger
         let fire: (MonotonicInstant) -> MonotonicInstant?
 
-        init(shared: Shared, logger: Logger, fire: @escaping (MonotonicInstant) -> MonotonicInstant?) {
+        init(shared: Shared, role: Role, logger: Logger, fire: @escaping (MonotonicInstant) -> MonotonicInstant?) {
             self.shared = shared
+            self.role = role
             self.logger = logger
             self.fire = fire
         }
@@ -95,11 +113,11 @@ final class ClockThread: Sendable {
         }
 
         private func raisePriority() {
-            let result = raiseToRealTimePriority(ClockThread.priority)
+            let result = raiseToRealTimePriority(role.priority)
             if result == 0 {
-                logger.info("clock thread runs at real-time priority (SCHED_FIFO \(ClockThread.priority))")
+                logger.info("\(role.name) thread runs at real-time priority (SCHED_FIFO \(role.priority))")
             } else {
-                logger.notice("clock thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); clock ticks may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
+                logger.notice("\(role.name) thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); \(role.jitters) may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
             }
         }
     }

@@ -27,15 +27,18 @@ final class DrumsSource: SourceEndpoint, @unchecked Sendable { // id and sink: s
     }
 }
 
-/// The drum sequencer in the daemon, on the engine's queue, driven by the jam's `fire`: it plays along the song's
-/// timeline while one runs (the generator's when this instance leads, the follower's otherwise), asks the sequencer
-/// for the hits of the next `lookahead`, and sends each as a note-on from the `drums` endpoint at its time, with
-/// its note-off `noteLength` later (at most half a step).
+/// The drum sequencer in the daemon, on the engine's queue, driven by its part's timer (`DrumsPart`): it plays along
+/// the jam's song while one runs (the generator's timeline when this instance leads, the follower's otherwise), asks
+/// the sequencer for the hits of the next `lookahead`, and sends each as a note-on from the `drums` endpoint at its
+/// time, with its note-off `noteLength` later (at most half a step).
 final class DrumsPlayer {
     /// How far ahead of now hits are computed without audio (a late wake-up's worth); with audio, the buffer's
     /// latency is added, so that every hit is in the stream before its frame is rendered.
     static let lookahead: UInt64 = 60_000_000
     private let lookahead: UInt64
+    /// How often the song is looked at between hits: a start, a jump, a new tempo and the next hits to compute are
+    /// seen within this.
+    static let lookInterval: UInt64 = 10_000_000
     /// How long a drum note is held.
     static let noteLength: UInt64 = 50_000_000
 
@@ -64,7 +67,7 @@ final class DrumsPlayer {
             lookahead = Self.lookahead
             return
         }
-        let consequence = "the jam and its drums stay off until a reload"
+        let consequence = "the drums stay off until a reload"
         let kit: LoadedKit
         do {
             kit = try loadKit(of: declaration)
@@ -146,18 +149,21 @@ final class DrumsPlayer {
         }
     }
 
-    /// Plays what is due by `now` along `conductor`'s song; returns when it next needs to be called.
-    func fire(_ conductor: JamConductor, now: MonotonicInstant) -> MonotonicInstant? {
-        if let timeline = conductor.timeline, let tick = conductor.songTick(at: now) {
+    /// Plays what is due by `now` along the jam's `song` (nil: no jam runs); returns when it next needs to be called:
+    /// at its next hit or note-off, and `lookInterval` from now at the latest.
+    func fire(_ song: (any JamSong)?, now: MonotonicInstant) -> MonotonicInstant {
+        if let song, let timeline = song.timeline, let tick = song.songTick(at: now) {
             if !playing || abs(tick - sequencer.position) > sequencer.style.time.barTicks {
                 if playing { counters.relocations += 1 }
                 pending.removeAll()
                 stream?.cancel()
-                sequencer.locate(tick: tick)
+                // From where the song was a look ago: a start's downbeat, seen up to a look late, plays late, not never.
+                let lookedLast = MonotonicInstant(nanoseconds: now.nanoseconds - min(now.nanoseconds, Self.lookInterval))
+                sequencer.locate(tick: song.songTick(at: lookedLast) ?? tick)
                 playing = true
             }
-            if let through = conductor.songTick(at: now.advanced(byNanoseconds: lookahead)) {
-                let total = conductor.sessionTotal(at: now).value
+            if let through = song.songTick(at: now.advanced(byNanoseconds: lookahead)) {
+                let total = song.sessionTotal(at: now).value
                 sequencer.play(through: through, timeline: timeline, activity: total) { hit in
                     pending.append(hit)
                     stream?.schedule(hit)
@@ -169,8 +175,8 @@ final class DrumsPlayer {
             pending.removeAll()
             stream?.cancel()
         }
-        send(until: now.advanced(byNanoseconds: JamConductor.earlyTolerance), stepLength: conductor.tempo)
-        return [pending.first?.time, noteOffs.first?.time].compactMap { $0 }.min()
+        send(until: now.advanced(byNanoseconds: JamConductor.earlyTolerance), stepLength: song?.tempo)
+        return [pending.first?.time, noteOffs.first?.time].compactMap { $0 }.reduce(now.advanced(byNanoseconds: Self.lookInterval), min)
     }
 
     /// Sends the note-ons and note-offs due by `horizon`.
@@ -196,10 +202,10 @@ final class DrumsPlayer {
         }
     }
 
-    /// The drums' state at `now`, along `conductor`'s song.
-    func report(at now: MonotonicInstant, conductor: JamConductor) -> DaemonStatus.Drums {
+    /// The drums' state at `now`, along the jam's `song`.
+    func report(at now: MonotonicInstant, song: (any JamSong)?) -> DaemonStatus.Drums {
         let time = sequencer.style.time
-        let tick = playing ? conductor.songTick(at: now) : nil
+        let tick = playing ? song?.songTick(at: now) : nil
         let beatTicks = time.barTicks / Double(time.beats)
         var audio: DaemonStatus.Audio?
         if let stream, let playback, let device = declaration.audio?.device {

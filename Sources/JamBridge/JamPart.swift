@@ -9,7 +9,8 @@ import RouteFile
 /// Its sink is the end of the route from every source (RouteConfiguration.jamRoutes): clock, transport and activity
 /// levels come to it with their sender times and players; its source enters the routes to the session and to each
 /// clock output under IDs of their own, so that it picks where each message goes. A `ClockThread` times it. It
-/// keeps its state through a reload that leaves its settings as they are (the outputs may change).
+/// keeps its state through a reload that leaves its settings as they are (the outputs may change). It offers its
+/// song, read-only (`song()`), to the parts that play along it: the drums.
 final class JamPart: Part, @unchecked Sendable { // the conductor and what it sends to: on the engine's queue
     private var declaration: JamDeclaration
     private let logger: Logger
@@ -24,8 +25,6 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private var clock: ClockThread?
     /// The deadline the clock thread sleeps towards: an event that makes something due earlier wakes it.
     private var sleepingUntil: MonotonicInstant?
-    /// The drum sequencer (`drums:`), playing along the jam's song.
-    private var drums: DrumsPlayer?
     private var refusals = 0
     /// Changes of clock master logged in the current `changeLogWindow`, and those left out (summed up in one line).
     private var changeLog = (since: MonotonicInstant(nanoseconds: 0), shown: 0, left: 0)
@@ -42,29 +41,19 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         self.declaration = declaration
         logger = context.logger
         monitor = context.monitor
-        if let drums = configuration.drums { self.drums = try DrumsPlayer(drums, logger: context.logger) }
         input.part = self
         output.part = self
     }
 
     var endpoints: [String: RunningEndpoint] {
-        var endpoints = [JamDeclaration.endpointName: RunningEndpoint(source: output, sink: input, entersEachRoute: true)]
-        if let drums { endpoints[DrumsDeclaration.endpointName] = RunningEndpoint(source: drums.source) }
-        return endpoints
+        [JamDeclaration.endpointName: RunningEndpoint(source: output, sink: input, entersEachRoute: true)]
     }
 
-    /// Keeps the jam (its master, its song) while its rules stay, and the drums while their kit, sound and notes
-    /// stay (a new style from the next bar line, the level and mutes at once); the outputs follow at `start`.
+    /// Keeps the jam (its master, its song) while its rules stay, whatever the drums do; the outputs follow at
+    /// `start`.
     func apply(_ block: JamDeclaration, in configuration: RouteConfiguration) -> PartUpdate {
         guard block.policy == declaration.policy, block.onMasterLost == declaration.onMasterLost,
-              block.tempo == declaration.tempo, block.activity == declaration.activity,
-              (drums == nil) == (configuration.drums == nil) else { return .replace }
-        if let drums, let new = configuration.drums {
-            let old = drums.declaration
-            guard new.kit == old.kit, new.voices == old.voices, new.audio == old.audio, new.seed == old.seed,
-                  new.channel == old.channel, new.notes == old.notes else { return .replace }
-            engine?.queue.sync { drums.apply(new) } ?? drums.apply(new)
-        }
+              block.tempo == declaration.tempo, block.activity == declaration.activity else { return .replace }
         declaration = block
         return .applied
     }
@@ -100,9 +89,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         guard let engine else { return }
         engine.queue.sync {
             guard let conductor else { return }
-            let now = MonotonicClock.now()
-            status.jam = report(conductor, at: now)
-            status.drums = drums?.report(at: now, conductor: conductor)
+            status.jam = report(conductor, at: MonotonicClock.now())
         }
     }
 
@@ -115,39 +102,27 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         }
     }
 
-    /// Stops the timer and the drums' audio.
+    /// Stops the timer.
     func stop() {
         clock?.stop()
         clock = nil
-        drums?.stop()
     }
 
-    /// Carries out the jam's and the drums' commands, on the engine's queue.
+    /// Carries out the jam's commands (`jambridge start|stop|tempo` or OSC), on the engine's queue.
     func perform(_ command: ControlCommand) -> Result<String, JamRefusal>? {
+        guard case .jam(let command) = command else { return nil }
         guard let engine else { return .failure(JamRefusal(reason: "the jam is not running")) }
-        return engine.queue.sync { self.command(command) }
+        return engine.queue.sync { jam(command) }
+    }
+
+    /// The conductor as it is now, on the engine's queue: a copy, which the drums read and cannot change.
+    func song() -> (any JamSong)? {
+        guard let engine else { return nil }
+        dispatchPrecondition(condition: .onQueue(engine.queue))
+        return conductor
     }
 
     // MARK: On the engine's queue
-
-    /// Carries out `command` (from `jambridge start|stop|tempo|drums` or OSC) and says what happened.
-    private func command(_ command: ControlCommand) -> Result<String, JamRefusal> {
-        switch command {
-        case .jam(let command): jam(command)
-        case .drums(let command): drums(command)
-        }
-    }
-
-    /// Tells the drums `command`, and says what happened.
-    private func drums(_ command: DrumsCommand) -> Result<String, JamRefusal> {
-        guard let drums else { return .failure(JamRefusal(reason: "no drums play: the route files have no 'drums' block")) }
-        let result = drums.perform(command)
-        switch result {
-        case .success(let text): logger.info("drums: \(text)")
-        case .failure(let refusal): logger.notice("drums: \(refusal.reason)")
-        }
-        return result
-    }
 
     /// Carries out a start, stop or tempo and says what happened.
     private func jam(_ command: JamCommand) -> Result<String, JamRefusal> {
@@ -237,14 +212,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private func fire(_ now: MonotonicInstant) -> MonotonicInstant? {
         guard conductor != nil else { return nil }
         drive { $0.fire(now: now, emit: $1) }
-        let drumsDue = drums?.fire(conductor!, now: now)
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
             shownTempo = tempo
             monitor.note("tempo \((tempo * 10).rounded() / 10) BPM", at: now)
         }
         // Whatever the conductor says, the thread (at real-time priority) never spins: 100 µs at least between calls.
-        sleepingUntil = [conductor!.nextDeadline, drumsDue].compactMap { $0 }.min().map { max($0, now.advanced(byNanoseconds: 100_000)) }
+        sleepingUntil = conductor!.nextDeadline.map { max($0, now.advanced(byNanoseconds: 100_000)) }
         return sleepingUntil
     }
 

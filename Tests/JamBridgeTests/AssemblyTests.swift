@@ -24,6 +24,8 @@ final class Bench: @unchecked Sendable {
     private var sources: [String: StubSource] = [:]
     /// What a part that follows its ports' IDs late (`StubPorts`) routes under the ID of each port gone, when it does.
     private var late: MIDIMessage?
+    /// What sinks that keep the time of what they hear (`TimedTape`) heard, in order.
+    private var timed: [(sink: String, message: MIDIMessage, time: MonotonicInstant)] = []
 
     /// The stub parts serve nothing: one loop, never used, for every bench.
     private static let servers = ServerLoop()
@@ -51,6 +53,15 @@ final class Bench: @unchecked Sendable {
     }
 
     func made(_ source: StubSource) { lock.withLock { sources[source.name] = source } }
+
+    func hear(_ message: MIDIMessage, at time: MonotonicInstant, by sink: String) {
+        lock.withLock { timed.append((sink, message, time)) }
+    }
+
+    /// What `sink` heard so far, with the instant each was delivered for.
+    func heard(by sink: String) -> [(message: MIDIMessage, time: MonotonicInstant)] {
+        lock.withLock { timed.filter { $0.sink == sink }.map { ($0.message, $0.time) } }
+    }
 
     /// The source of the endpoint `name` made last.
     func source(_ name: String) -> StubSource { lock.withLock { sources[name]! } }

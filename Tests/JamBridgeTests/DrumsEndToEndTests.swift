@@ -61,6 +61,70 @@ import Testing
         }
     }
 
+    /// Issue 30: the drums are a part of their own that reads the jam's song. A reload that changes their kit, style
+    /// and seed (and so makes them again, audio and all) while a song runs leaves the jam as it was: the clock
+    /// output sees no Stop and no second Start, the master stays and the song position runs on.
+    @Test func aReloadThatChangesTheDrumsKitStyleAndSeedLeavesTheJamsSongRunning() throws {
+        let dir = try temporaryDirectory()
+        // A sample folder whose voices all play a bar the built-in kit renders.
+        let kit = dir.appendingPathComponent("bars")
+        try FileManager.default.createDirectory(at: kit, withIntermediateDirectories: true)
+        let render = dir.appendingPathComponent("render.yaml")
+        try "drums: { style: rock }\n".write(to: render, atomically: true, encoding: .utf8)
+        let rendered = try jambridge(["render", render.path, "--bars", "1", "--out", kit.appendingPathComponent("bar.wav").path])
+        try #require(rendered.status == 0, "\(rendered.err)")
+        try "name: bars\nvoices: { kick: bar.wav, snare: bar.wav, hat: bar.wav }\n"
+            .write(to: kit.appendingPathComponent("kit.yaml"), atomically: true, encoding: .utf8)
+        // ALSA's null device plays the audio: nothing is heard, but the device is opened, fed and closed.
+        let file = dir.appendingPathComponent("drums.yaml")
+        let routes = { (drums: String) in """
+            clock: { tempo: 120, to: [take] }
+            drums: { \(drums), level: 1, audio: { device: "null" } }
+            endpoints:
+              take: { record: take.mid }
+            routes:
+              - { from: drums, to: take }
+
+            """ }
+        try routes("style: rock, seed: 3").write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--monitor", "--stop-after", "30", file.path])
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "drums: rock on the built-in kit through 'null'"), "\(daemon.errorSoFar)")
+        let pid = ["--pid", "\(daemon.pid)"]
+        #expect(try jambridge(["start"] + pid).status == 0)
+        Thread.sleep(forTimeInterval: 1.5)
+        let before = try #require(try daemonStatus(daemon.pid))
+        #expect(before.drums?.style == "rock" && before.drums?.playing == true, "\(String(describing: before.drums))")
+
+        try routes("style: funk, seed: 4, kit: \"\(kit.path)\"").write(to: file, atomically: true, encoding: .utf8)
+        let reloaded = try jambridge(["reload"] + pid, killingAfter: 60)
+        #expect(reloaded.status == 0 && reloaded.out.contains("started drums; stopped drums\n"), "\(reloaded)")
+        #expect(daemon.waitForError(containing: "drums: funk on the kit 'bars' through 'null'"), "\(daemon.errorSoFar)")
+        Thread.sleep(forTimeInterval: 1.5)
+        let after = try #require(try daemonStatus(daemon.pid))
+        #expect(after.jam?.role == "master" && after.jam?.master == before.jam?.master, "\(String(describing: after.jam))")
+        let (beatBefore, beatAfter) = (try #require(before.jam?.songBeat), try #require(after.jam?.songBeat))
+        #expect(beatAfter >= beatBefore + 3, "the song went from beat \(beatBefore) to \(beatAfter) in 1.5 s and more (3 beats)")
+        #expect(after.drums?.style == "funk" && after.drums?.playing == true && after.drums?.notes ?? 0 > 0,
+                "\(String(describing: after.drums))")
+        #expect(after.drums?.audio?.playing == true && after.drums?.audio?.hits ?? 0 > 0, "\(String(describing: after.drums?.audio))")
+
+        #expect(try jambridge(["stop"] + pid).status == 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 20)
+        #expect(result.status == 0, "\(result.err)")
+        // What the clock output saw, as the monitor shows it (each line's time is the message's): one Start, ticks
+        // a tick apart all along, and the one Stop the end sent.
+        let clock = result.out.split(separator: "\n").filter { $0.contains("jam -> take") }
+        let messages = clock.map { $0.split(separator: " ").last.map(String.init) ?? "" }
+        #expect(messages.filter { $0 != "Clock" } == ["Start", "Stop"] && messages.first == "Start" && messages.last == "Stop",
+                "\(messages.filter { $0 != "Clock" })")
+        let times = clock.compactMap { $0.split(separator: " ").first.flatMap { Double($0) } }
+        let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(times.count == clock.count && clock.count > 150 && gaps.allSatisfy { $0 <= 0.021 }, "largest gap \(gaps.max() ?? 0) s")
+    }
+
     @Test func anAudioDeviceOrKitThatCannotOpenStopsTheStartWithAClearError() throws {
         let dir = try temporaryDirectory()
         let file = dir.appendingPathComponent("drums.yaml")
