@@ -361,6 +361,8 @@ struct Render: ParsableCommand {
     @Option(help: "The session's total activity along the render.") var activity: String = "0"
     @Option(help: "Beats a minute (default: the route files' clock tempo).") var tempo: Double?
     @Option(help: "The WAV file to write (48 kHz stereo).") var out: String
+    @Option(help: ArgumentHelp("The WAV's samples: 16 or 24 (bit integer PCM, which every tool reads) or float (32-bit, exact, which Python's wave cannot read).", valueName: "16|24|float"))
+    var format: SoundFile.WAVEncoding = .pcm24
     @Argument(help: "Route files (YAML) with a 'drums' block.") var routes: [String]
 
     func validate() throws {
@@ -398,7 +400,7 @@ struct Render: ParsableCommand {
         let started = clock.now
         let result: DrumRender.Result
         do {
-            result = try renderDrums(drums, kit: kit.kit, tempo: bpm, bars: bars, activity: ActivityCurve(activity)!, to: out)
+            result = try renderDrums(drums, kit: kit.kit, tempo: bpm, bars: bars, activity: ActivityCurve(activity)!, to: out, encoding: format)
         } catch {
             logger.error("\(error)")
             throw ExitCode(1)
@@ -409,9 +411,14 @@ struct Render: ParsableCommand {
         var levels: [Int: Int] = [:]
         for hit in result.hits { levels[hit.bar] = hit.level }
         let shown = (0..<bars).map { levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
-        print("\(out): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
+        print("\(out) (\(format.name) WAV, 48 kHz stereo): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
               + "\(result.hits.count) hits (\(String(format: "%.0f", seconds / max(took, 1e-6)))x real time); levels by bar: \(shown)")
     }
+}
+
+extension SoundFile.WAVEncoding: ExpressibleByArgument {
+    /// `24-bit PCM`, `32-bit float`: as `render` says what it wrote.
+    var name: String { self == .float ? "32-bit float" : "\(rawValue)-bit PCM" }
 }
 
 /// `jambridge styles [NAME]`: the built-in drum styles, or one's style file to start a style of your own from.
