@@ -193,50 +193,11 @@ private func printPeerListing(browseSeconds seconds: Double, command: String) {
     print(text, terminator: "")
 }
 
-/// Which running daemon a control command goes to.
-struct DaemonOptions: ParsableArguments {
-    @Option(name: .customLong("pid"), help: "The process ID of the jambridge to talk to (needed when several run).")
-    var pid: Int32?
-
-    @Option(name: .customLong("control"), help: ArgumentHelp("The control socket of the jambridge to talk to (as given to its 'run --control').", valueName: "path"))
-    var control: String?
-
-    /// The socket of the daemon to talk to: `--control`'s, `--pid`'s, or the one running.
-    func socket() throws(ControlClientError) -> String {
-        if let control { return control }
-        return try ControlClient.socket(pid: pid)
-    }
-
-    /// Sends `request` to the daemon and returns its reply; says why on standard error and exits 1 if it cannot be
-    /// sent or is refused (with the route files' mistakes, for a reload).
-    func send(_ request: ControlRequest, command: String) throws -> ControlReply {
-        var standardError = StandardError()
-        let reply: ControlReply
-        do {
-            reply = try ControlClient.send(request, to: try socket())
-        } catch {
-            print("jambridge \(command): \(error)", to: &standardError)
-            throw ExitCode(1)
-        }
-        guard reply.ok else {
-            print("jambridge \(command): \(reply.message)", to: &standardError)
-            for error in reply.errors ?? [] { print(error, to: &standardError) }
-            throw ExitCode(1)
-        }
-        return reply
-    }
-
-    /// Sends a command and prints the reply's message.
-    func perform(_ request: ControlRequest, command: String) throws {
-        print(try send(request, command: command).message)
-    }
-}
-
 /// `jambridge status [--json] [--watch]`: what the running daemon is doing.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show what the running jambridge is doing: peers, ports, OSC controllers, the jam, the drums, counters.",
-        discussion: "--json prints the status as one JSON object (see jambridge(1)); --watch shows it again every second, in place, until Ctrl-C (with --json, one object a line).")
+        discussion: "--json prints the status as one JSON object (see jambridge(1)); --watch shows it again every second, in place on a terminal (elsewhere one after another, a blank line between), until Ctrl-C (with --json, one object a line).")
     @Flag(help: "Print the status as JSON, for scripts.") var json = false
     @Flag(help: "Show the status again every second, in place, until Ctrl-C.") var watch = false
     @OptionGroup var daemon: DaemonOptions
