@@ -228,7 +228,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
             let counters = assembly?.stop() ?? RouterCounters()
             assembly = nil // a reload arriving after this finds nothing to reload
-            logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(counters.unmatchedReleases) unmatched releases, \(counters.heldTableFull) dropped for a full note table")
+            // An unmatched release is a note-off (or pedal release) whose note-on never went through (a song's stray
+            // note-off, a note-on a route filtered out): nothing to end, so nothing is sent.
+            let unmatched = counters.unmatchedReleases == 1 ? "1 release of a note or pedal that was not on (not passed on)"
+                : "\(counters.unmatchedReleases) releases of notes or pedals that were not on (not passed on)"
+            logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(unmatched), \(counters.heldTableFull) dropped for a full note table")
             return counters
         }
     }
