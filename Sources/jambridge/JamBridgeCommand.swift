@@ -215,6 +215,7 @@ struct Status: ParsableCommand {
             Foundation.exit(0)
         }
         interrupted.resume()
+        let terminal = isatty(STDOUT_FILENO) == 1
         while true {
             var frame: String
             do {
@@ -223,9 +224,12 @@ struct Status: ParsableCommand {
             } catch {
                 frame = "jambridge status: \(error)"
             }
-            // Home, each line cleared to its end, then the rest of the screen: a redraw without flicker.
-            if !json { frame = "\u{1B}[H" + frame.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\u{1B}[K\n") + "\u{1B}[K\u{1B}[J" }
-            FileHandleOutput.standardOutput(frame + (json ? "\n" : ""))
+            // On a terminal: home, each line cleared to its end, then the rest of the screen: a redraw without flicker.
+            // Elsewhere (a pipe, a file): one frame after another, a blank line between them.
+            if !json && terminal {
+                frame = "\u{1B}[H" + frame.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\u{1B}[K\n") + "\u{1B}[K\u{1B}[J"
+            }
+            FileHandleOutput.standardOutput(frame + (json ? "\n" : terminal ? "" : "\n\n"))
             Thread.sleep(forTimeInterval: 1)
         }
     }
