@@ -72,7 +72,7 @@ struct Run: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds.")
     var stopAfter: Double?
 
-    @Option(help: ArgumentHelp("Listen for 'jambridge status', 'reload' and the jam's commands at this Unix socket (default: control-PID.sock in $RUNTIME_DIRECTORY or /run/jambridge).", valueName: "path"))
+    @Option(help: ArgumentHelp("Listen for 'jambridge status', 'reload' and the jam's commands at this Unix socket (default: control-PID.sock in $RUNTIME_DIRECTORY if set, else /run/jambridge for root, else $XDG_RUNTIME_DIR/jambridge or /tmp/jambridge-UID).", valueName: "path"))
     var control: String?
 
     @Argument(help: "Route files (YAML).")
