@@ -1,13 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Foundation
 import Jam
 import Logging
-import MIDI
+import NIOCore
+import NIOPosix
 import Synchronization
-import Transport
 
 /// Where control sockets are: `run --control PATH` puts a daemon's where it says; otherwise it is
 /// `control-PID.sock` in `directory`.
@@ -71,87 +70,94 @@ public enum ControlPath {
 /// The running daemon's control socket: a Unix stream socket (mode 0660: its owner and group), taking one request a
 /// connection as a line of JSON and answering with one (see `ControlRequest`, `ControlReply`).
 ///
-/// A thread of its own serves every client at once with non-blocking I/O in poll(2), so no client can hold up
-/// another or the daemon: a client has `timeout` to send its request (at most `requestLimit` bytes) and again to
-/// take its reply, and is then dropped; at most `clientLimit` are held at once, and a newcomer beyond that takes
-/// the place of the one that has waited longest without finishing its request (others wait in the listen backlog
-/// while every place is answering). Requests are answered one at a time, in order, on a queue of their own, so a
-/// client waiting for its answer costs nothing but its place. When the daemon is out of file descriptors, the
-/// listener is left alone for `acceptBackoff` (accepting again at once would spin).
-final class ControlSocket: @unchecked Sendable { // the clients: on the thread only; the rest is immutable or in `shared`
+/// It is served on the servers' event loop (`ServerLoop`, SwiftNIO), with the status page, so no client can hold up
+/// another or the daemon: a client has `timeout` to send its request (at most `requestLimit` bytes) and again to take
+/// its reply, and is then dropped; at most `clientLimit` are held at once, and a newcomer beyond that takes the place
+/// of the one that has waited longest without finishing its request (others wait in the listen backlog while every
+/// place is answering: `ControlGate`). Answers are made on the daemon's control queue, in order, and handed back to the
+/// loop (`DaemonAccess`), so a client waiting for its answer costs nothing but its place. When the daemon is out of
+/// file descriptors, the listener is left alone for a second (`AcceptBackoff`): accepting again at once would spin.
+final class ControlSocket: Sendable {
     /// The longest request read, in bytes.
     static let requestLimit = 4096
-    /// How long a client may take to send its request, and then to take its reply, in nanoseconds.
-    static let timeout: UInt64 = 2_000_000_000
+    /// How long a client may take to send its request, and then to take its reply.
+    static let timeout = TimeAmount.seconds(2)
     /// The most clients held at once.
     static let clientLimit = 64
-    /// How long the listener is left alone after `accept` failed for want of file descriptors or memory, in
-    /// nanoseconds.
-    static let acceptBackoff: UInt64 = 1_000_000_000
 
     /// Where it listens.
     let path: String
-    private let listener: Int32
-    private let wake: (read: Int32, write: Int32)
-    private let answer: @Sendable (ControlRequest) -> ControlReply
+    private let servers: ServerLoop
+    private let listener: any Channel
+    private let gate: NIOLoopBoundBox<ControlGate>
     private let logger: Logger
-    private let answering = DispatchQueue(label: "jambridge.control-answers")
-    /// Replies made on `answering` for the thread to send, by client; and whether `stop` was called.
-    private let shared = Mutex<(replies: [(client: Int, line: [UInt8])], stopping: Bool)>(([], false))
-    private var thread: pthread_t?
+    private let stopped = Atomic(false)
 
     /// Listens at `path` (a socket left there by a daemon that is gone is replaced; one a running daemon listens on,
-    /// or a file that is not a socket, is not), answering each request with `answer`, called on a queue of its own;
-    /// `logger` hears when it cannot accept.
-    init(path: String, logger: Logger, answer: @escaping @Sendable (ControlRequest) -> ControlReply) throws(ControlSocketError) {
+    /// or a file that is not a socket, is not) on `servers`' loop, answering each request through `daemon`; `logger`
+    /// hears when it cannot accept.
+    init(path: String, servers: ServerLoop, logger: Logger, daemon: DaemonAccess) throws(ControlSocketError) {
         self.path = path
+        self.servers = servers
         self.logger = logger
-        self.answer = answer
         try Self.clearStale(path)
-        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw ControlSocketError(path: path, problem: "cannot create it: \(String(cString: strerror(errno)))") }
-        guard let bound = withUnixAddress(path, { bind(listener, $0, $1) }) else {
-            close(listener)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlSocketError(path: path, problem: "cannot create it: \(String(cString: strerror(errno)))") }
+        guard let bound = withUnixAddress(path, { bind(fd, $0, $1) }) else {
+            close(fd)
             throw ControlSocketError(path: path, problem: "the path is too long for a Unix socket")
         }
-        guard bound == 0, chmod(path, 0o660) == 0, listen(listener, SOMAXCONN) == 0 else {
+        // Mode 0660 before it listens: until the chmod it has the umask's, and nobody can connect before `listen`.
+        guard bound == 0, chmod(path, 0o660) == 0 else {
             let code = errno
-            close(listener)
+            close(fd)
             if bound == 0 { unlink(path) }
             throw ControlSocketError(path: path, problem: "cannot listen there: \(String(cString: strerror(code)))")
         }
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            let code = errno
-            close(listener)
+        let gate = NIOLoopBoundBox.makeBoxSendingValue(ControlGate(limit: Self.clientLimit), as: ControlGate.self, eventLoop: servers.eventLoop)
+        self.gate = gate
+        do {
+            // The bootstrap listens on the bound socket (withBoundSocket); one connection a read, so that the gate
+            // decides before each whether there is a place.
+            listener = try servers.wait {
+                ServerBootstrap(group: servers.eventLoop)
+                    .serverChannelOption(.maxMessagesPerRead, value: 1)
+                    .serverChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(AcceptBackoff("control socket: cannot accept a client", logger: logger))
+                            try channel.pipeline.syncOperations.addHandler(gate.value)
+                        }
+                    }
+                    .childChannelOption(.allowRemoteHalfClosure, value: true)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(ControlConnection(gate: gate.value, daemon: daemon, servers: servers))
+                        }
+                    }
+                    .withBoundSocket(fd)
+            }
+        } catch {
             unlink(path)
-            throw ControlSocketError(path: path, problem: "cannot open a wake-up pipe: \(String(cString: strerror(code)))")
+            throw ControlSocketError(path: path, problem: "cannot listen there: \(error)")
         }
-        for end in ends { Self.makeNonBlocking(end) }
-        self.listener = listener
-        wake = (ends[0], ends[1])
-        switch startThread({ [self] in serve() }) {
-        case .success(let thread):
-            self.thread = thread
-        case .failure(let error):
-            close(listener)
-            unlink(path)
-            throw ControlSocketError(path: path, problem: "\(error)")
-        }
+        // withBoundSocket listened with a backlog of 128: clients beyond the places wait in the largest there is.
+        listen(fd, SOMAXCONN)
     }
 
-    deinit {
-        close(wake.read)
-        close(wake.write)
-    }
-
-    /// Stops answering, drops every client and removes the socket; answers still being made are thrown away.
+    /// Stops answering, closes every client and removes the socket; answers still being made are thrown away. Waits
+    /// for the servers' loop at most `ServerLoop.waitLimit`, never for the daemon's queues.
     func stop() {
-        guard let thread else { return }
-        self.thread = nil
-        shared.withLock { $0.stopping = true }
-        wakeUp()
-        pthread_join(thread, nil)
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        let (listener, gate) = (listener, gate)
+        do {
+            try servers.wait {
+                gate.value.closeAll()
+                return listener.close().recover { _ in }
+            }
+        } catch {
+            logger.warning("control socket: \(error); its connections close when it does")
+        }
+        unlink(path)
     }
 
     /// Removes a socket at `path` that nobody listens on; throws if a daemon listens there or it is not a socket.
@@ -168,190 +174,233 @@ final class ControlSocket: @unchecked Sendable { // the clients: on the thread o
         }
         unlink(path)
     }
+}
 
-    /// Sets `fd` non-blocking and closed on exec (glibc's `pipe2` and `accept4` do not reach Swift).
-    private static func makeNonBlocking(_ fd: Int32) {
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+/// On the control socket's listener (on the servers' loop): the clients held, at most `limit`. A newcomer beyond the
+/// limit takes the place of the client that has waited longest without finishing its request (a real client sends
+/// its line at once); while every place is answering or replying the listener is not read, so newcomers wait in the
+/// backlog. A client keeps its place until it is closed and its answer made (a client that hangs up cannot have more
+/// answers made than there are places).
+final class ControlGate: ChannelDuplexHandler {
+    typealias InboundIn = any Channel
+    typealias InboundOut = any Channel
+    typealias OutboundIn = any Channel
+
+    /// Where a client is: sending its request, waiting for its answer, taking its reply.
+    enum Stage { case reading, answering, replying }
+
+    private struct Client {
+        var channel: any Channel
+        /// Its place in the order of accepting.
+        var order: Int
+        var stage: Stage
+        var closed = false
     }
 
-    private func wakeUp() {
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
+    private let limit: Int
+    private var clients: [ObjectIdentifier: Client] = [:]
+    private var accepted = 0
+    /// Accepted when the place it was read for had gone meanwhile: let in first when one frees.
+    private var waiting: [any Channel] = []
+    /// A read of the listener held back while there was no place.
+    private var readHeldBack = false
+    private var context: ChannelHandlerContext?
+    private var isClosed = false
+
+    init(limit: Int) {
+        self.limit = limit
     }
 
-    /// One connection, from accept to close.
-    private final class Client {
-        enum State { case reading, answering, replying, done }
-        let id: Int
-        let fd: Int32
-        var state = State.reading
-        /// When it must have sent its request (reading), or taken its reply (replying).
-        var deadline: MonotonicInstant
-        var request: [UInt8] = []
-        var reply: [UInt8] = []
-        var sent = 0
+    private var hasPlace: Bool {
+        clients.count < limit || clients.values.contains { $0.stage == .reading }
+    }
 
-        init(id: Int, fd: Int32, deadline: MonotonicInstant) {
-            self.id = id
-            self.fd = fd
-            self.deadline = deadline
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let channel = unwrapInboundIn(data)
+        if isClosed {
+            channel.close(promise: nil)
+        } else if waiting.isEmpty && hasPlace {
+            admit(channel, context)
+        } else {
+            waiting.append(channel)
         }
     }
 
-    /// The thread: polls the listener, the clients and the wake-up pipe until `stop`.
-    private func serve() {
-        var clients: [Client] = []
-        var nextID = 0
-        var buffer = [UInt8](repeating: 0, count: Self.requestLimit + 1)
-        /// While out of file descriptors: when to try `accept` again.
-        var acceptResumes: MonotonicInstant?
-        /// True from a failed `accept` to the next that succeeds; such spells are logged once each.
-        var acceptFailing = false
-        var acceptSpells = 0
-        while true {
-            let (replies, stopping) = shared.withLock { shared in
-                defer { shared.replies = [] }
-                return (shared.replies, shared.stopping)
-            }
-            if stopping { break }
-            let now = MonotonicClock.now()
-            for (id, line) in replies {
-                if let client = clients.first(where: { $0.id == id }) { startReplying(client, line, now: now) }
-            }
-            clients.removeAll { $0.state == .done }
-            if let resumes = acceptResumes, resumes <= now { acceptResumes = nil }
-            let accepting = acceptResumes == nil && (clients.count < Self.clientLimit || clients.contains { $0.state == .reading })
-            // A client waiting for its answer is not polled: a hang-up would be reported at once, again and again.
-            var fds = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: accepting ? listener : -1, events: Int16(POLLIN), revents: 0)]
-                + clients.map { client in
-                    switch client.state {
-                    case .reading: pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
-                    case .replying: pollfd(fd: client.fd, events: Int16(POLLOUT), revents: 0)
-                    case .answering, .done: pollfd(fd: -1, events: 0, revents: 0)
-                    }
-                }
-            let waits = clients.filter { $0.state == .reading || $0.state == .replying }.map(\.deadline) + (acceptResumes.map { [$0] } ?? [])
-            let timeout = waits.min().map { Int32(clamping: ($0.nanoseconds &- min($0.nanoseconds, now.nanoseconds) + 999_999) / 1_000_000) } ?? -1
-            guard poll(&fds, nfds_t(fds.count), timeout) >= 0 || errno == EINTR else { break }
-            if fds[0].revents != 0 { while Glibc.read(wake.read, &buffer, buffer.count) > 0 {} }
-            let later = MonotonicClock.now()
-            for (index, client) in clients.enumerated() where fds[index + 2].revents != 0 {
-                switch client.state {
-                case .reading: read(client, into: &buffer, now: later)
-                case .replying: send(client)
-                case .answering, .done: break
-                }
-            }
-            if fds[1].revents != 0 {
-                while clients.count < Self.clientLimit || clients.contains(where: { $0.state == .reading }) {
-                    let fd = accept(listener, nil, nil)
-                    guard fd >= 0 else {
-                        let code = errno
-                        if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(code) {
-                            acceptResumes = later.advanced(byNanoseconds: Self.acceptBackoff)
-                            if !acceptFailing {
-                                acceptFailing = true
-                                acceptSpells += 1
-                                if isLogged(acceptSpells) {
-                                    let reason = String(cString: strerror(code))
-                                    logger.warning("control socket: cannot accept a client: \(reason); trying again every second (\(counted(acceptSpells, "time")) so far)")
-                                }
-                            }
-                        }
-                        break
-                    }
-                    acceptFailing = false
-                    Self.makeNonBlocking(fd)
-                    if clients.count >= Self.clientLimit,
-                       let oldest = clients.filter({ $0.state == .reading }).min(by: { $0.deadline < $1.deadline }) {
-                        finish(oldest)
-                        clients.removeAll { $0 === oldest }
-                    }
-                    let client = Client(id: nextID, fd: fd, deadline: later.advanced(byNanoseconds: Self.timeout))
-                    nextID += 1
-                    clients.append(client)
-                    read(client, into: &buffer, now: later)
-                }
-            }
-            for client in clients where client.deadline <= later {
-                switch client.state {
-                case .reading: startReplying(client, ControlReply(ok: false, message: "no request within \(Self.timeout / 1_000_000_000) s").line, now: later)
-                case .replying: finish(client)
-                case .answering, .done: break
-                }
-            }
-        }
-        for client in clients where client.state != .done { close(client.fd) }
-        close(listener)
-        unlink(path)
-    }
-
-    /// Reads what `client` sent; a whole line (or all it sent before closing its end) is its request.
-    private func read(_ client: Client, into buffer: inout [UInt8], now: MonotonicInstant) {
-        while client.state == .reading {
-            let count = Glibc.read(client.fd, &buffer, buffer.count)
-            if count > 0 {
-                client.request += buffer[..<count]
-                let end = client.request.firstIndex(of: UInt8(ascii: "\n"))
-                if (end ?? client.request.count) > Self.requestLimit {
-                    startReplying(client, ControlReply(ok: false, message: "a request is one line of at most \(Self.requestLimit) bytes").line, now: now)
-                } else if let end {
-                    take(Array(client.request[..<end]), from: client, now: now)
-                }
-            } else if count == 0 {
-                if client.request.isEmpty { finish(client) } else { take(client.request, from: client, now: now) }
-            } else if errno != EINTR {
-                if errno != EAGAIN { finish(client) }
-                return
-            }
+    func read(context: ChannelHandlerContext) {
+        if waiting.isEmpty && hasPlace {
+            context.read()
+        } else {
+            readHeldBack = true
         }
     }
 
-    /// Has `line` answered on the answering queue, or answers at once that it is not a request.
-    private func take(_ line: [UInt8], from client: Client, now: MonotonicInstant) {
+    /// `channel` sent its request, which is being answered.
+    func answering(_ channel: any Channel) {
+        clients[ObjectIdentifier(channel)]?.stage = .answering
+    }
+
+    /// `channel` is sent its reply (its answer, or why it has none); if it was closed while its answer was made, its
+    /// place is free.
+    func replying(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        if clients[id]?.closed == true {
+            clients[id] = nil
+            admitWaiting()
+        } else {
+            clients[id]?.stage = .replying
+        }
+    }
+
+    /// Stops: closes every client, those waiting too.
+    func closeAll() {
+        isClosed = true
+        for client in clients.values { client.channel.close(promise: nil) }
+        for channel in waiting { channel.close(promise: nil) }
+        waiting = []
+    }
+
+    private func admit(_ channel: any Channel, _ context: ChannelHandlerContext) {
+        if clients.count >= limit, let oldest = clients.values.filter({ $0.stage == .reading }).min(by: { $0.order < $1.order }) {
+            clients[ObjectIdentifier(oldest.channel)] = nil
+            oldest.channel.close(promise: nil)
+        }
+        accepted += 1
+        clients[ObjectIdentifier(channel)] = Client(channel: channel, order: accepted, stage: .reading)
+        channel.closeFuture.assumeIsolated().whenComplete { [self] _ in closed(channel) }
+        context.fireChannelRead(wrapInboundOut(channel))
+    }
+
+    private func closed(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        guard let client = clients[id] else { return }
+        if client.stage == .answering {
+            clients[id]?.closed = true
+        } else {
+            clients[id] = nil
+            admitWaiting()
+        }
+    }
+
+    /// A place freed: lets in those waiting, then reads the listener again if a read was held back.
+    private func admitWaiting() {
+        guard let context, !isClosed else { return }
+        while !waiting.isEmpty && hasPlace { admit(waiting.removeFirst(), context) }
+        if readHeldBack && waiting.isEmpty && hasPlace {
+            readHeldBack = false
+            context.read()
+        }
+    }
+}
+
+/// One client of the control socket, on the servers' loop: its request read (one line), answered through the daemon,
+/// its reply sent, then closed.
+final class ControlConnection: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let gate: ControlGate
+    private let daemon: DaemonAccess
+    private let servers: ServerLoop
+    private var stage = ControlGate.Stage.reading
+    private var request: [UInt8] = []
+    /// When it must have sent its request (reading), or taken its reply (replying).
+    private var deadline: Scheduled<Void>?
+
+    init(gate: ControlGate, daemon: DaemonAccess, servers: ServerLoop) {
+        self.gate = gate
+        self.daemon = daemon
+        self.servers = servers
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        setDeadline(context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+    }
+
+    /// Reads what the client sent; a whole line (or all it sent before closing its end) is its request.
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard stage == .reading else { return }
+        var bytes = unwrapInboundIn(data)
+        request += bytes.readBytes(length: bytes.readableBytes) ?? []
+        let end = request.firstIndex(of: UInt8(ascii: "\n"))
+        if (end ?? request.count) > ControlSocket.requestLimit {
+            reply(ControlReply(ok: false, message: "a request is one line of at most \(ControlSocket.requestLimit) bytes").line, context)
+        } else if let end {
+            take(Array(request[..<end]), context)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event as? ChannelEvent == .inputClosed else { return context.fireUserInboundEventTriggered(event) }
+        guard stage == .reading else { return }
+        if request.isEmpty { context.close(promise: nil) } else { take(request, context) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    /// Has `line` answered by the daemon, or answers at once that it is not a request.
+    private func take(_ line: [UInt8], _ context: ChannelHandlerContext) {
         guard let request = ControlRequest(json: line) else {
-            startReplying(client, ControlReply(ok: false, message: "not a request: send one line of JSON such as {\"command\": \"status\"}").line,
-                          now: now)
-            return
+            return reply(ControlReply(ok: false, message: "not a request: send one line of JSON such as {\"command\": \"status\"}").line, context)
         }
-        client.state = .answering
-        let id = client.id
-        answering.async { [self] in
-            let line = answer(request).line
-            shared.withLock { if !$0.stopping { $0.replies.append((id, line)) } }
-            wakeUp()
-        }
-    }
-
-    private func startReplying(_ client: Client, _ line: [UInt8], now: MonotonicInstant) {
-        client.state = .replying
-        client.reply = line + [UInt8(ascii: "\n")]
-        client.deadline = now.advanced(byNanoseconds: Self.timeout)
-        send(client)
-    }
-
-    /// Sends what the socket takes of `client`'s reply; closes the connection once it is all sent, or on an error.
-    private func send(_ client: Client) {
-        while client.sent < client.reply.count {
-            let count = client.reply.withUnsafeBytes {
-                Glibc.send(client.fd, $0.baseAddress! + client.sent, $0.count - client.sent, Int32(MSG_NOSIGNAL))
+        stage = .answering
+        stopReading(context)
+        deadline?.cancel()
+        gate.answering(context.channel)
+        let connection = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let servers = servers
+        daemon.answer(request) { answer in
+            let line = answer.line
+            servers.execute {
+                let (connection, context) = connection.value
+                connection.reply(line, context)
             }
-            if count > 0 {
-                client.sent += count
-            } else if errno == EAGAIN {
-                return
-            } else if errno != EINTR {
+        }
+    }
+
+    /// Sends `line` and closes the connection once it is sent (or when the client has not taken it in `timeout`).
+    private func reply(_ line: [UInt8], _ context: ChannelHandlerContext) {
+        stage = .replying
+        gate.replying(context.channel)
+        guard context.channel.isActive else { return }
+        stopReading(context)
+        setDeadline(context)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: line + [UInt8(ascii: "\n")]))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    private func setDeadline(_ context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: ControlSocket.timeout) { [self] in
+            switch stage {
+            case .reading:
+                reply(ControlReply(ok: false, message: "no request within \(ControlSocket.timeout.nanoseconds / 1_000_000_000) s").line, context)
+            case .replying:
+                context.close(promise: nil)
+            case .answering:
                 break
             }
         }
-        finish(client)
     }
 
-    private func finish(_ client: Client) {
-        close(client.fd)
-        client.state = .done
+    /// Reads no more of the client: what it sends after its request is left in the kernel until it is closed.
+    private func stopReading(_ context: ChannelHandlerContext) {
+        try? context.channel.syncOptions?.setOption(.autoRead, value: false)
     }
 }
 

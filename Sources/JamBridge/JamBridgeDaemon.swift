@@ -43,6 +43,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
     private var signalSources: [DispatchSourceSignal] = []
     /// Where `jambridge status|reload|start|stop|tempo|drums` reach this daemon.
     private var controlSocket: ControlSocket?
+    /// The event loop of the control socket and the status page, from `start` until `stop`.
+    private var servers: ServerLoop?
 
     /// A daemon for `options`, logging to `logger`.
     public init(options: Options, logger: Logger) {
@@ -76,16 +78,16 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
         let failures = control.sync {
             let monitor = options.monitor ? EventMonitor(start: MonotonicClock.now()) : nil
-            let access = DaemonAccess(report: { [weak self] in self?.report() },
-                                      perform: { [weak self] in self?.perform($0) ?? .failure(JamRefusal(reason: "jambridge is stopping")) })
-            let assembly = Assembly(context: PartContext(logger: logger, monitor: monitor, daemon: access))
+            let servers = ServerLoop()
+            self.servers = servers
+            let assembly = Assembly(context: PartContext(logger: logger, monitor: monitor, daemon: access, servers: servers))
             self.assembly = assembly
             let failures = assembly.apply(configuration, starting: true).failures
             guard failures.isEmpty else { return failures }
             let running = "running: \(summary(of: configuration)) from \(options.files.joined(separator: ", "))"
             logger.info("jambridge \(running)")
             armSignals()
-            openControlSocket()
+            openControlSocket(on: servers)
             serviceManager.notify("READY=1", "STATUS=\(running)")
             return []
         }
@@ -100,9 +102,18 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         control.sync { assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) }
     }
 
+    /// The daemon as the control socket and the status page ask it: each answer is made on the control queue, after
+    /// what is already there (a reload), and handed over there.
+    private var access: DaemonAccess {
+        DaemonAccess { [weak self] request, reply in
+            guard let self else { return reply(ControlReply(ok: false, message: "jambridge is stopping")) }
+            control.async { reply(self.answerOnControlQueue(request)) }
+        }
+    }
+
     /// Listens for `jambridge status|reload|start|stop|tempo|drums`; without the socket the daemon runs on (and says
     /// so).
-    private func openControlSocket() {
+    private func openControlSocket(on servers: ServerLoop) {
         let path = options.control ?? ControlPath.socket(pid: getpid())
         let unreachable = "'jambridge status', 'reload' and the jam's commands cannot reach this daemon (SIGHUP still reloads)"
         if options.control == nil {
@@ -114,26 +125,23 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             }
         }
         do {
-            controlSocket = try ControlSocket(path: path, logger: logger) { [self] request in answer(request) }
+            controlSocket = try ControlSocket(path: path, servers: servers, logger: logger, daemon: access)
             logger.info("control socket: \(path)")
         } catch {
             logger.warning("\(error); \(unreachable)")
         }
     }
 
-    /// The control socket's answer to `request`.
-    private func answer(_ request: ControlRequest) -> ControlReply {
+    /// The answer to `request` from the control socket or the status page.
+    private func answerOnControlQueue(_ request: ControlRequest) -> ControlReply {
         let files = options.files.joined(separator: ", ")
         switch request {
         case .status:
-            guard let status = report() else { return ControlReply(ok: false, message: "jambridge is stopping") }
+            guard let status = reportOnControlQueue() else { return ControlReply(ok: false, message: "jambridge is stopping") }
             return ControlReply(ok: true, message: "jambridge \(getpid()) running \(files)", status: status)
         case .reload:
-            let result = control.sync {
-                logger.notice("control socket: reloading \(files)")
-                return reloadOnControlQueue()
-            }
-            switch result {
+            logger.notice("control socket: reloading \(files)")
+            switch reloadOnControlQueue() {
             case .stopping:
                 return ControlReply(ok: false, message: "jambridge is stopping")
             case .refused(let errors):
@@ -150,7 +158,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 return ControlReply(ok: true, message: "reloaded \(files): \(summary); \(changes)", reload: outcome)
             }
         case .command(let command):
-            switch perform(command) {
+            switch assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) {
             case .success(let message): return ControlReply(ok: true, message: message)
             case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)
             }
@@ -170,12 +178,14 @@ public final class JamBridgeDaemon: @unchecked Sendable {
 
     /// What the daemon is doing, part by part (`jambridge status`); nil once stopped.
     public func report() -> DaemonStatus? {
-        control.sync {
-            guard let assembly else { return nil }
-            var status = DaemonStatus(pid: getpid(), routeFiles: options.files)
-            assembly.report(into: &status)
-            return status
-        }
+        control.sync(execute: reportOnControlQueue)
+    }
+
+    private func reportOnControlQueue() -> DaemonStatus? {
+        guard let assembly else { return nil }
+        var status = DaemonStatus(pid: getpid(), routeFiles: options.files)
+        assembly.report(into: &status)
+        return status
     }
 
     /// What `jambridge status` prints of `report()`: a line per part, then the endpoints' traffic.
@@ -228,6 +238,9 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
             let counters = assembly?.stop() ?? RouterCounters()
             assembly = nil // a reload arriving after this finds nothing to reload
+            // Once the servers are stopped: answers still to be made are dropped.
+            if servers?.shutDown() == false { logger.warning("the servers' event loop did not end within \(ServerLoop.waitLimit.nanoseconds / 1_000_000_000) s") }
+            servers = nil
             // An unmatched release is a note-off (or pedal release) whose note-on never went through (a song's stray
             // note-off, a note-on a route filtered out): nothing to end, so nothing is sent.
             let unmatched = counters.unmatchedReleases == 1 ? "1 release of a note or pedal that was not on (not passed on)"

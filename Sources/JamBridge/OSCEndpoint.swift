@@ -147,9 +147,9 @@ final class OSCEndpoint: SourceEndpoint, @unchecked Sendable {
         return sink?.queue.sync(execute: make) ?? make()
     }
 
-    /// Waits, off the engine's queue, until `close` has freed the port.
-    func waitUntilClosed() {
-        socket.waitUntilClosed()
+    /// Waits, off the engine's queue, until `close` has freed the port, at most `timeout`: false if it is not free yet.
+    func waitUntilClosed(within timeout: Duration) -> Bool {
+        socket.waitUntilClosed(within: timeout)
     }
 
     private func received(_ datagram: OSCSocket.Datagram, from sender: NetworkAddress) {

@@ -1,4 +1,4 @@
-import Dispatch
+import Logging
 import MIDI
 import OSC
 import RouteFile
@@ -7,7 +7,12 @@ import RouteFile
 /// from it enters the router under an ID of that route's own, since each route's `osc:` block translates for that
 /// route alone.
 final class OSCPart: Part {
+    /// The longest `stop` waits for the port to be free. The reader thread closes it as it ends, after the batch it may
+    /// be handing to the engine's queue, which an ALSA output waiting for room can hold for up to a second.
+    static let stopLimit = Duration.seconds(2)
+
     private let name: String
+    private let logger: Logger
     private let settings: OSCEndpointSettings
     private let endpoint: OSCEndpoint
     private let feedback: OSCFeedbackSink
@@ -19,11 +24,12 @@ final class OSCPart: Part {
     init(_ block: Declared<OSCEndpointSettings>, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         name = block.declaration.name
         settings = block.settings
+        logger = context.logger
         do {
             let daemon = context.daemon
-            // Off the engine's queue, where the endpoint reads: the daemon has the jam carry it out there.
+            // Answered on the daemon's control queue, after the endpoint's batch: the part it is for carries it out (and logs it).
             endpoint = try OSCEndpoint(name: name, settings: settings, logger: context.logger, monitor: context.monitor,
-                                       commands: { command in DispatchQueue.global().async { _ = daemon.perform(command) } })
+                                       commands: { command in daemon.answer(.command(command)) { _ in } })
         } catch {
             throw PartFailure(problem: "\(block.declaration.location): \(name): \(error)", consequence: "this endpoint stays silent")
         }
@@ -58,8 +64,10 @@ final class OSCPart: Part {
     }
 
     /// Returns once the port is free (the engine closed it when it stopped the endpoint's sink), so an endpoint
-    /// made again can listen there.
+    /// made again can listen there; or after `stopLimit`, saying so (an endpoint made again there then fails to
+    /// listen, and is tried again at the next reload).
     func stop() {
-        endpoint.waitUntilClosed()
+        guard !endpoint.waitUntilClosed(within: Self.stopLimit) else { return }
+        logger.warning("\(name): OSC port \(endpoint.settings.listenPort) still open after \(Self.stopLimit.components.seconds) s (its reader waits for the engine); it closes when the engine lets it")
     }
 }

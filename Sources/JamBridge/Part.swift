@@ -85,14 +85,15 @@ struct PartContext {
     var monitor: EventMonitor?
     /// The daemon as its control socket serves it, for parts that serve it too (the status page).
     var daemon: DaemonAccess
+    /// The event loop the daemon's servers share (the status page's listener).
+    var servers: ServerLoop
 }
 
-/// What the control socket asks of the daemon: its status, and the jam's and drums' commands. Called from any
-/// thread but the daemon's control queue.
+/// What the control socket and the status page ask of the daemon: `answer` takes a request (its status, a reload,
+/// a command to the jam or its drums) and returns at once; the reply is made on the daemon's control queue and
+/// handed to the closure there, so no caller (an event loop) waits for the daemon.
 struct DaemonAccess: Sendable {
-    /// What the daemon is doing; nil once it stops.
-    var report: @Sendable () -> DaemonStatus?
-    var perform: @Sendable (ControlCommand) -> Result<String, JamRefusal>
+    var answer: @Sendable (ControlRequest, @escaping @Sendable (ControlReply) -> Void) -> Void
 }
 
 /// An endpoint as the engine sees it: what produces its events, what takes what is routed to it.

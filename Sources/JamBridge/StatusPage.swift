@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Logging
 import MIDI
@@ -22,7 +21,7 @@ final class StatusPagePart: Part {
     init(_ block: HTTPDeclaration, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         declaration = block
         do {
-            server = try StatusPageServer(block, daemon: context.daemon, logger: context.logger)
+            server = try StatusPageServer(block, daemon: context.daemon, servers: context.servers, logger: context.logger)
         } catch {
             throw PartFailure(problem: "\(block.location): the status page cannot listen on \(block.listen): \(error)",
                               consequence: "there is no status page until a reload")
@@ -66,13 +65,15 @@ struct StatusPageState: Encodable {
 /// Every flood is bounded: at most `connectionLimit` connections (a newcomer takes the place of the one that has
 /// waited longest for its request, else it is closed), each with `requestTimeout` from accept to send its whole
 /// request, bodies of `bodyLimit` bytes, `StatusStreams.limit` pages streaming (a new one takes the place of
-/// another), and a page that takes no events is dropped. SSRCs and addresses are shown only on loopback (`StatusPageRules.showsNetworkIdentities`). Nothing
-/// waits on an event loop: reports and commands wait for the daemon's queues on queues of their own.
+/// another), and a page that takes no events is dropped. SSRCs and addresses are shown only on loopback
+/// (`StatusPageRules.showsNetworkIdentities`). It runs on the servers' event loop (`ServerLoop`, shared with the
+/// control socket), where nothing waits: reports and commands are made on the daemon's control queue
+/// (`DaemonAccess`) and their replies written when they come.
 final class StatusPageServer: Sendable {
     /// Longest request body taken (a command is a few dozen bytes).
     static let bodyLimit = 4096
     /// How often `/events` pushes the status.
-    static let eventInterval = DispatchTimeInterval.milliseconds(200)
+    static let eventInterval = TimeAmount.milliseconds(200)
     /// The most connections open at once: far below the daemon's file limit (jambridge.service: `LimitNOFILE=1024`,
     /// of which the control socket holds at most `ControlSocket.clientLimit`).
     static let connectionLimit = 128
@@ -88,49 +89,62 @@ final class StatusPageServer: Sendable {
     let streams: StatusStreams
     let connections: PageConnections
     let refusals: PageRefusals
-    private let channel: any Channel
+    private let servers: ServerLoop
+    private let listener: any Channel
+    private let logger: Logger
 
-    init(_ declaration: HTTPDeclaration, daemon: DaemonAccess, logger: Logger) throws {
+    /// Listens where `declaration` says, on `servers`' loop (waiting for it at most `ServerLoop.waitLimit`).
+    init(_ declaration: HTTPDeclaration, daemon: DaemonAccess, servers: ServerLoop, logger: Logger) throws {
         let refusals = PageRefusals(logger: logger)
         let connections = PageConnections(limit: Self.connectionLimit)
-        let streams = StatusStreams(control: declaration.control, daemon: daemon, refusals: refusals)
+        let streams = StatusStreams(control: declaration.control, daemon: daemon, servers: servers, refusals: refusals)
         let rules = StatusPageRules(declaration)
-        let commands = DispatchQueue(label: "jambridge.status-page-commands")
-        channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: Self.backlog)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    // Out of file descriptors, accepting again at once would spin: wait a second.
-                    try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
-                        refusals.acceptFailed(error)
-                        return .seconds(1)
-                    })
-                    try channel.pipeline.syncOperations.addHandler(ConnectionGate(connections: connections, refusals: refusals))
+        listener = try servers.wait {
+            ServerBootstrap(group: servers.eventLoop)
+                .serverChannelOption(.backlog, value: Self.backlog)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(AcceptBackoff("status page: cannot accept a connection", logger: logger))
+                        try channel.pipeline.syncOperations.addHandler(ConnectionGate(connections: connections, refusals: refusals))
+                    }
                 }
-            }
-            .childChannelOption(.socketOption(.so_sndbuf), value: Self.sendBuffer)
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: Self.sendBuffer / 2, high: Self.sendBuffer))
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(
-                        StatusPageHandler(rules: rules, streams: streams, connections: connections, refusals: refusals, daemon: daemon,
-                                          commands: commands))
+                .childChannelOption(.socketOption(.so_sndbuf), value: Self.sendBuffer)
+                .childChannelOption(.writeBufferWaterMark, value: .init(low: Self.sendBuffer / 2, high: Self.sendBuffer))
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(
+                            StatusPageHandler(rules: rules, streams: streams, connections: connections, refusals: refusals, daemon: daemon,
+                                              servers: servers))
+                    }
                 }
-            }
-            .bind(host: declaration.host, port: Int(declaration.port)).wait()
+                .bind(host: declaration.host, port: Int(declaration.port))
+                .map { listener in
+                    streams.start()
+                    return listener
+                }
+        }
         self.streams = streams
         self.connections = connections
         self.refusals = refusals
-        streams.start()
+        self.servers = servers
+        self.logger = logger
     }
 
-    /// Closes the listener and every page's connection; returns once the port is free. Never waits for the
-    /// daemon's queues (an event being made may be waiting for them).
+    /// Stops pushing events, closes the listener and every connection; returns once the port is free, or after
+    /// `ServerLoop.waitLimit` at most. Never waits for the daemon's queues: replies still being made are dropped.
     func stop() {
-        streams.stop()
-        try? channel.close().wait()
+        let (listener, streams, connections) = (listener, streams, connections)
+        do {
+            try servers.wait {
+                streams.stop()
+                connections.closeAll()
+                return listener.close().recover { _ in }
+            }
+        } catch {
+            logger.warning("status page: \(error); its port is free when it closes")
+        }
     }
 }
 
@@ -225,8 +239,6 @@ final class PageRefusals: Sendable {
     }
 
     private let tally = Mutex<[Reason: Int]>([:])
-    /// True from a failed accept to the next that succeeds; such spells are logged once each.
-    private let acceptFailing = Mutex((failing: false, spells: 0))
     private let logger: Logger
 
     init(logger: Logger) {
@@ -245,24 +257,6 @@ final class PageRefusals: Sendable {
             return tally[reason, default: 0]
         }
         if isLogged(count) { logger.warning("status page: \(what()) (\(count) so far)") }
-    }
-
-    /// The listener could not accept a connection (out of file descriptors) and waits a second: logged once until
-    /// it accepts again.
-    func acceptFailed(_ error: IOError) {
-        let spell = acceptFailing.withLock { state -> Int? in
-            guard !state.failing else { return nil }
-            state = (true, state.spells + 1)
-            return state.spells
-        }
-        if let spell, isLogged(spell) {
-            logger.warning("status page: cannot accept a connection: \(error); trying again every second (\(counted(spell, "time")) so far)")
-        }
-    }
-
-    /// The listener accepted a connection.
-    func accepted() {
-        acceptFailing.withLock { $0.failing = false }
     }
 }
 
@@ -314,6 +308,11 @@ final class PageConnections: Sendable {
     func remove(_ channel: any Channel) {
         _ = open.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
     }
+
+    /// Closes every connection (the page stops).
+    func closeAll() {
+        for connection in open.withLock({ Array($0.connections.values) }) { connection.channel.close(promise: nil) }
+    }
 }
 
 /// On the listener: lets each accepted connection in through `PageConnections`, closing the one that makes way,
@@ -332,7 +331,6 @@ final class ConnectionGate: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let accepted = unwrapInboundIn(data)
-        refusals.accepted()
         if let closing = connections.admit(accepted) {
             let whom = closing === accepted ? "a new connection" : "the connection that had waited longest for its request"
             refusals.count(.overConnectionLimit, "\(StatusPageServer.connectionLimit) connections are open, the most taken; closed \(whom)")
@@ -345,9 +343,9 @@ final class ConnectionGate: ChannelInboundHandler {
     }
 }
 
-/// The pages reading `/events`, and the timer that pushes them the status; also makes the reports `GET /status`
-/// answers with. Unchecked: the timer is set and cancelled on the daemon's control queue only; the rest is
-/// constant or under the mutexes.
+/// The pages reading `/events`, and the timer that pushes them the status; also asks for the reports `GET /status`
+/// answers with. Unchecked: the timer is set and cancelled on the servers' loop only; the rest is constant, atomic or
+/// under the mutexes.
 ///
 /// A new page is never turned away: a browser's EventSource gives up for good on an error status, but asks again
 /// when its connection closes. When `limit` pages stream, the newcomer takes the place of the one that has taken no
@@ -373,37 +371,37 @@ final class StatusStreams: @unchecked Sendable {
 
     private let control: Bool
     private let daemon: DaemonAccess
+    private let servers: ServerLoop
     private let refusals: PageRefusals
     private let streams = Mutex<(open: [ObjectIdentifier: Stream], arrived: Int)>(([:], 0))
-    /// Where reports are made (they wait for the daemon's queues), one at a time: the timer's pushes and `report`.
-    private let reporting = DispatchQueue(label: "jambridge.status-page", qos: .utility)
-    /// What waits for the next report made by `report`.
+    /// What waits for the report being made (`report`): one report at a time, shared by those asking meanwhile.
     private let waiting = Mutex<[@Sendable (DaemonStatus?) -> Void]>([])
-    /// Made by `start` (a Dispatch source released before it is activated traps); `start` and `stop` run on the
-    /// daemon's control queue.
-    private var timer: (any DispatchSourceTimer)?
+    /// True from a push's request for a report to its events written: a push is skipped meanwhile (the daemon's
+    /// control queue is busy), not queued.
+    private let pushing = Atomic(false)
+    /// The pushes, on the servers' loop from `start` to `stop`.
+    private var timer: RepeatedTask?
 
-    init(control: Bool, daemon: DaemonAccess, refusals: PageRefusals) {
+    init(control: Bool, daemon: DaemonAccess, servers: ServerLoop, refusals: PageRefusals) {
         self.control = control
         self.daemon = daemon
+        self.servers = servers
         self.refusals = refusals
     }
 
     /// The pages open now.
     var count: Int { streams.withLock { $0.open.count } }
 
+    /// Starts pushing, every `StatusPageServer.eventInterval`; on the servers' loop.
     func start() {
-        let timer = DispatchSource.makeTimerSource(queue: reporting)
-        timer.setEventHandler { [self] in push() }
-        timer.schedule(deadline: .now(), repeating: StatusPageServer.eventInterval)
-        timer.activate()
-        self.timer = timer
+        timer = servers.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: StatusPageServer.eventInterval) { [self] _ in push() }
     }
 
     /// Stops pushing and closes every page's connection (the page's EventSource tries again, to a new server or
-    /// none).
+    /// none); on the servers' loop.
     func stop() {
         timer?.cancel()
+        timer = nil
         let open = streams.withLock { streams in
             defer { streams.open.removeAll() }
             return Array(streams.open.values)
@@ -440,21 +438,20 @@ final class StatusStreams: @unchecked Sendable {
         _ = streams.withLock { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
-    /// Calls `deliver` on a queue of its own with the daemon's status (nil once it stops), never on the caller's
-    /// thread: a report waits for the daemon's queues. Requests made while one is being made share the next.
+    /// Calls `deliver` with the daemon's status (nil once it stops) on the daemon's control queue, where the report is
+    /// made, never on the caller's thread. Requests made while one is being made share it.
     func report(_ deliver: @escaping @Sendable (DaemonStatus?) -> Void) {
         let first = waiting.withLock { waiting in
             waiting.append(deliver)
             return waiting.count == 1
         }
         guard first else { return }
-        reporting.async { [self] in
-            let status = daemon.report()
+        daemon.answer(.status) { [self] reply in
             let delivering = waiting.withLock { waiting in
                 defer { waiting = [] }
                 return waiting
             }
-            for deliver in delivering { deliver(status) }
+            for deliver in delivering { deliver(reply.status) }
         }
     }
 
@@ -463,7 +460,8 @@ final class StatusStreams: @unchecked Sendable {
         Array((try? JSONEncoder.status(withholding: withholding).encode(StatusPageState(control: control, status: status))) ?? Data())
     }
 
-    /// Sends every page that takes events the status; drops those that have taken none for `stallTimeout`.
+    /// Sends every page that takes events the status, once it is made; drops those that have taken none for
+    /// `stallTimeout`. On the servers' loop.
     private func push() {
         let now = MonotonicClock.now()
         let (taking, stalled) = streams.withLock { streams -> ([Stream], [Stream]) in
@@ -487,12 +485,20 @@ final class StatusStreams: @unchecked Sendable {
             refusals.count(.stalledStream, "dropped a page that took no events for \(Self.stallTimeout / 1_000_000_000) s")
             stream.channel.close(promise: nil)
         }
-        guard !taking.isEmpty, let status = daemon.report() else { return }
-        var events: [Bool: ByteBuffer] = [:]
-        for stream in taking {
-            let event = events[stream.withholding] ?? ByteBuffer(bytes: Array("data: ".utf8) + state(status, withholding: stream.withholding) + Array("\n\n".utf8))
-            events[stream.withholding] = event
-            stream.channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(event)), promise: nil)
+        guard !taking.isEmpty, !pushing.exchange(true, ordering: .relaxed) else { return }
+        let kinds = Set(taking.map(\.withholding))
+        report { [self] status in
+            // Encoded here, on the daemon's control queue, once for each kind of page; written on the loop.
+            let events = Dictionary(uniqueKeysWithValues: status.map { status in
+                kinds.map { ($0, ByteBuffer(bytes: Array("data: ".utf8) + state(status, withholding: $0) + Array("\n\n".utf8))) }
+            } ?? [])
+            servers.execute { [self] in
+                pushing.store(false, ordering: .relaxed)
+                for stream in streams.withLock({ Array($0.open.values) }) where stream.channel.isWritable {
+                    guard let event = events[stream.withholding] else { continue }
+                    stream.channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(event)), promise: nil)
+                }
+            }
         }
     }
 }
@@ -507,21 +513,20 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let connections: PageConnections
     private let refusals: PageRefusals
     private let daemon: DaemonAccess
-    /// Where commands wait for the daemon, one at a time.
-    private let commands: DispatchQueue
+    private let servers: ServerLoop
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     /// Closes the connection if its request is not whole within `StatusPageServer.requestTimeout` of accept.
     private var deadline: Scheduled<Void>?
 
     init(rules: StatusPageRules, streams: StatusStreams, connections: PageConnections, refusals: PageRefusals, daemon: DaemonAccess,
-         commands: DispatchQueue) {
+         servers: ServerLoop) {
         self.rules = rules
         self.streams = streams
         self.connections = connections
         self.refusals = refusals
         self.daemon = daemon
-        self.commands = commands
+        self.servers = servers
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -590,14 +595,13 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// `GET /status`: answered once a report is made, off the event loop.
+    /// `GET /status`: answered once a report is made, on the daemon's control queue.
     private func status(_ context: ChannelHandlerContext, withholding: Bool) {
-        let streams = streams
+        let (streams, servers) = (streams, servers)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let eventLoop = context.eventLoop
         streams.report { status in
             let state = status.map { streams.state($0, withholding: withholding) }
-            eventLoop.execute {
+            servers.execute {
                 let (handler, context) = loopBound.value
                 guard let state else { return handler.respond(context, .serviceUnavailable, text: "jambridge is stopping") }
                 handler.respond(context, .ok, type: "application/json", body: state)
@@ -614,7 +618,8 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
     }
 
-    /// `POST /control`: a command of the jam, carried out off the event loop (it waits for the daemon's queue).
+    /// `POST /control`: a command of the jam, carried out on the daemon's control queue, answered as the control socket
+    /// answers it.
     private func command(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
         guard rules.control else {
             return respond(context, .forbidden, text: "the route file does not let the page control the jam ('http: { control: true }')")
@@ -633,17 +638,13 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard case .command(.jam(let command)) = ControlRequest(json: body) else {
             return respond(context, .badRequest, text: #"a command is {"command": "start"}, {"command": "stop"} or {"command": "tempo", "bpm": 96}"#)
         }
-        let daemon = daemon
+        let servers = servers
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let eventLoop = context.eventLoop
-        commands.async {
-            let reply = switch daemon.perform(.jam(command)) {
-            case .success(let message): ControlReply(ok: true, message: message)
-            case .failure(let refusal): ControlReply(ok: false, message: refusal.reason)
-            }
-            eventLoop.execute {
+        daemon.answer(.command(.jam(command))) { reply in
+            let line = reply.line
+            servers.execute {
                 let (handler, context) = loopBound.value
-                handler.respond(context, reply.ok ? .ok : .conflict, type: "application/json", body: reply.line)
+                handler.respond(context, reply.ok ? .ok : .conflict, type: "application/json", body: line)
             }
         }
     }

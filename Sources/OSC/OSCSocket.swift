@@ -115,4 +115,9 @@ public final class OSCSocket: @unchecked Sendable {
     public func waitUntilClosed() {
         reader?.waitUntilEnded()
     }
+
+    /// Waits as `waitUntilClosed` does, at most `timeout`: false if the socket is still open then.
+    public func waitUntilClosed(within timeout: Duration) -> Bool {
+        reader?.waitUntilEnded(within: timeout) ?? true
+    }
 }

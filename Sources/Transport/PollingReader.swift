@@ -71,6 +71,13 @@ public final class PollingReader: Sendable {
         ended.wait()
     }
 
+    /// Waits as `waitUntilEnded` does, at most `timeout`: false if the thread has not ended by then (it is waiting for
+    /// a busy queue, and closes the descriptors when the queue lets it).
+    public func waitUntilEnded(within timeout: Duration) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        return ended.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) == .success
+    }
+
     private final class StopFlag: Sendable {
         let value = Atomic<Bool>(false)
         var isSet: Bool { value.load(ordering: .acquiring) }

@@ -25,10 +25,13 @@ final class Bench: @unchecked Sendable {
     /// What a part that follows its ports' IDs late (`StubPorts`) routes under the ID of each port gone, when it does.
     private var late: MIDIMessage?
 
+    /// The stub parts serve nothing: one loop, never used, for every bench.
+    private static let servers = ServerLoop()
+
     init() {
         let label = "assembly-test-\(UUID())"
         context = PartContext(logger: Logger(label: label) { _ in SwiftLogNoOpLogHandler() }, monitor: nil,
-                              daemon: DaemonAccess(report: { nil }, perform: { _ in .failure(JamRefusal(reason: "no jam")) }))
+                              daemon: DaemonAccess(answer: { _, _ in }), servers: Self.servers)
         Self.lock.withLock { Self.benches[label] = self }
     }
 

@@ -378,7 +378,7 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         let dir = try temporaryDirectory()
         let control = dir.appendingPathComponent("control.sock").path
         let file = dir.appendingPathComponent("routes.yaml")
-        let port = UInt16.random(in: 40_000...60_000)
+        let port = freshTCPPort()
         try "clock: {}\nhttp: { listen: \(port) }\n".write(to: file, atomically: true, encoding: .utf8)
         let daemon = try JamBridgeProcess(["--nofile=64", "--", executable.path, "run", "--stop-after", "120", "--control", control, file.path],
                                           launcher: "/usr/bin/prlimit")
@@ -387,7 +387,7 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         // Connections that send nothing, until the daemon can accept no more.
         var held: [Int32] = []
         defer { held.forEach { close($0) } }
-        let openFiles = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? 0 }
+        let openFiles = { openDescriptors(daemon.pid, below: 64) }
         while openFiles() < 64, held.count < 100 {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
@@ -404,10 +404,7 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         defer { close(client) }
         let request = Array(#"{"command": "status"}"#.utf8) + [10]
         #expect(write(client, request, request.count) == request.count)
-        let ticks = { () -> Int in
-            let fields = ((try? String(contentsOfFile: "/proc/\(daemon.pid)/stat", encoding: .utf8)) ?? "").split(separator: ")").last?.split(separator: " ") ?? []
-            return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
-        }
+        let ticks = { cpuTicks(daemon.pid) }
         let before = ticks()
         Thread.sleep(forTimeInterval: 3)
         let used = Double(ticks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -424,13 +421,26 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
     }
 }
 
+/// How many of the descriptors process `pid` may have under a limit of `limit` are open: those numbered below it. One
+/// it inherited numbered above (the end of a socket pair that Foundation's Process, started by another test meanwhile,
+/// leaks into children) takes no place: counting it, a test thought the daemon full while a descriptor was free.
+func openDescriptors(_ pid: Int32, below limit: Int) -> Int {
+    ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap { Int($0) }.filter { $0 < limit }.count
+}
+
+/// The CPU time process `pid` has used, user and system, in clock ticks (`_SC_CLK_TCK` a second).
+func cpuTicks(_ pid: Int32) -> Int {
+    let fields = ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "").split(separator: ")").last?.split(separator: " ") ?? []
+    return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+}
+
 /// Runs jambridge under `setpriv CREDENTIALS`; its status, standard output and standard error.
 private func jambridgeAs(_ credentials: [String], _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     try JamBridgeProcess(credentials + [executable.path] + arguments, launcher: "/usr/bin/setpriv").finish(killingAfter: 30)
 }
 
 /// A connection to the Unix socket at `path` (reads and writes time out after 30 s, so that a test cannot hang).
-private func connected(_ path: String) throws -> Int32 {
+func connected(_ path: String) throws -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
@@ -462,7 +472,7 @@ private func exchange(_ path: String, _ bytes: [UInt8]) throws -> String {
 }
 
 /// What the daemon sent on `fd` until it hung up.
-private func readAll(_ fd: Int32) -> String {
+func readAll(_ fd: Int32) -> String {
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
     while case let count = read(fd, &buffer, buffer.count), count > 0 { received += buffer[..<count] }
@@ -470,7 +480,7 @@ private func readAll(_ fd: Int32) -> String {
 }
 
 /// True if the daemon has answered or closed the connection `fd` (something, or the end, is there to read).
-private func hungUp(_ fd: Int32) -> Bool {
+func hungUp(_ fd: Int32) -> Bool {
     var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     return poll(&entry, 1, 0) == 1
 }

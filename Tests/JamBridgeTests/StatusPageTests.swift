@@ -2,26 +2,32 @@ import Foundation
 import Synchronization
 import Testing
 
+/// A TCP port for a test's listener: below the ephemeral range (32768-60999), so that no client connection of
+/// another suite running at once takes it, and with no socket on it now.
+func freshTCPPort() -> UInt16 {
+    while true {
+        let port = UInt16.random(in: 10_000...32_000)
+        if !tcpSocketUses(port) { return port }
+    }
+}
+
+/// True if a TCP socket has the local port `port` (/proc/net/tcp{,6}); only a listener's (state 0A) if `listening`.
+func tcpSocketUses(_ port: UInt16, listening: Bool = false) -> Bool {
+    let hex = ":" + String(format: "%04X", port)
+    return ["/proc/net/tcp", "/proc/net/tcp6"].contains { table in
+        let lines = (try? String(contentsOfFile: table, encoding: .utf8))?.split(separator: "\n").dropFirst() ?? []
+        return lines.contains { line in
+            let columns = line.split(separator: " ")
+            return columns.count > 3 && columns[1].hasSuffix(hex) && (!listening || columns[3] == "0A")
+        }
+    }
+}
+
 /// The live status page (`http:`) with the real binary: in Debian's headless chromium (Tests/Peers/browser.py,
 /// driven through the DevTools protocol), and over raw TCP as a hostile or careless client would use it.
 @Suite(.serialized) struct StatusPageTests {
-    /// What a TCP listener on `port` looks like in /proc/net/tcp{,6}: the local address ending in :PORT, state 0A.
     private func isListening(_ port: UInt16) -> Bool {
-        let hex = ":" + String(format: "%04X", port)
-        return ["/proc/net/tcp", "/proc/net/tcp6"].contains { table in
-            let lines = (try? String(contentsOfFile: table, encoding: .utf8))?.split(separator: "\n").dropFirst() ?? []
-            return lines.contains { line in
-                let columns = line.split(separator: " ")
-                return columns.count > 3 && columns[1].hasSuffix(hex) && columns[3] == "0A"
-            }
-        }
-    }
-
-    private func freshTCPPort() -> UInt16 {
-        while true {
-            let port = UInt16.random(in: 40_000...60_000)
-            if !isListening(port) { return port }
-        }
+        tcpSocketUses(port, listening: true)
     }
 
     private func waitUntilListening(_ port: UInt16) -> Bool {
@@ -276,41 +282,6 @@ import Testing
 
     // MARK: - Hostile clients (issue 29)
 
-    /// A TCP connection from the test to 127.0.0.1:`port` (reads time out after `seconds`), or nil if it could not
-    /// connect.
-    private func connection(_ port: UInt16, seconds: Int = 30) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
-                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
-    }
-
-    private func sendText(_ fd: Int32, _ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
-    }
-
-    /// True if the server has closed `fd` (its end is there to read, after anything it sent; nothing is read).
-    private func isClosedByServer(_ fd: Int32) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 0) == 1 else { return false }
-            let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count <= 0 { return count == 0 || errno == ECONNRESET }
-        }
-    }
-
     /// The daemon's `http` status as its page answers it on loopback.
     private func pageStatus(_ port: UInt16) -> [String: Any]? {
         (json(request(port, "GET", "/status"))?["status"] as? [String: Any])?["http"] as? [String: Any]
@@ -384,6 +355,40 @@ import Testing
         let result = daemon.finish(killingAfter: 30)
         #expect(result.status == 0, "\(result.err)")
         #expect(result.err.components(separatedBy: "128 connections are open, the most taken").count - 1 == 20, "the first 20 logged, then every 1000th")
+    }
+
+    /// Out of file descriptors with a connection waiting in its backlog, the page leaves its listener alone a second at
+    /// a time instead of trying to accept again at once (the listener stays readable: that spun a core), says so once,
+    /// and serves the waiting connection once descriptors are free.
+    @Test func outOfFileDescriptorsThePageBacksOffWithoutSpinning() throws {
+        let port = freshTCPPort()
+        let daemon = try pageDaemon("http: { listen: \(port) }", port: port, launcher: ["--nofile=64", "--"])
+        defer { daemon.interrupt() }
+        let openFiles = { openDescriptors(daemon.pid, below: 64) }
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        while openFiles() < 64, held.count < 100, let fd = connection(port) {
+            held.append(fd)
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(openFiles() == 64)
+        let waiting = try #require(connection(port))
+        defer { close(waiting) }
+        #expect(sendText(waiting, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+        let before = cpuTicks(daemon.pid)
+        Thread.sleep(forTimeInterval: 3)
+        let used = Double(cpuTicks(daemon.pid) - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        #expect(used < 0.5, "\(used) s of CPU time in 3 s")
+        // Its standard error is read by a Dispatch thread, which a busy test process may start late: waited for.
+        let said = "status page: cannot accept a connection: Too many open files; trying again every second (1 time so far)"
+        #expect(daemon.waitForError(containing: said, seconds: 30), "\(daemon.errorSoFar)")
+        #expect(daemon.errorSoFar.components(separatedBy: "status page: cannot accept a connection: ").count == 2, "\(daemon.errorSoFar)")
+        held.forEach { close($0) }
+        held = []
+        #expect(readAll(waiting).hasPrefix("HTTP/1.1 200 OK\r\n"))
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0, "\(result.err)")
     }
 
     /// A connection to 127.0.0.1:`port` from `source` (another loopback address: another client) that asks for
@@ -572,4 +577,39 @@ import Testing
         #expect(otherDaemon.finish(killingAfter: 30).status == 0)
     }
 
+}
+
+/// A TCP connection from the test to 127.0.0.1:`port` (reads time out after `seconds`), or nil if it could not
+/// connect.
+func connection(_ port: UInt16, seconds: Int = 30) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian,
+                              sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
+func sendText(_ fd: Int32, _ text: String) -> Bool {
+    let bytes = Array(text.utf8)
+    return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+}
+
+/// True if the server has closed `fd` (its end is there to read, after anything it sent; nothing is read).
+func isClosedByServer(_ fd: Int32) -> Bool {
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, 0) == 1 else { return false }
+        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        if count <= 0 { return count == 0 || errno == ECONNRESET }
+    }
 }

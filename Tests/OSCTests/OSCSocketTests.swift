@@ -240,6 +240,35 @@ private func freePort() throws -> UInt16 {
         #expect(delivered.value == 1)
     }
 
+    /// A close made on the reading queue (as the engine's is) cannot wait for the reader thread, which may be waiting
+    /// for that queue with a datagram: waiting for the port to be free is bounded, and ends once the queue is free.
+    @Test func waitingForThePortToBeFreeIsBoundedWhileTheQueueIsBusy() throws {
+        let queue = DispatchQueue(label: "busy engine")
+        let socket = try OSCSocket(listeningOn: NetworkAddress(ipv4: 127, 0, 0, 1, port: 0))
+        try socket.start(queue: queue) { _, _ in }
+        let sent = DispatchSemaphore(value: 0)
+        let closed = Shared(false)
+        queue.async {
+            sent.wait()
+            usleep(200_000) // the reader thread is waiting for the queue with the datagram
+            socket.close()
+            closed.update { $0 = true }
+            usleep(1_500_000) // and the queue stays busy
+        }
+        let sender = try UDPSocket(address: NetworkAddress(ipv4: 127, 0, 0, 1, port: 0), port: 0)
+        defer { sender.close() }
+        var datagram: [UInt8] = []
+        try OSCPacket.encode(OSCMessage("/x"), into: &datagram)
+        #expect(datagram.withUnsafeBytes { sender.send($0, to: socket.address) } == nil)
+        sent.signal()
+        #expect(waitUntil { closed.value })
+        let start = Date()
+        #expect(!socket.waitUntilClosed(within: .milliseconds(300)))
+        let waited = Date().timeIntervalSince(start)
+        #expect(waited >= 0.29 && waited < 1, "\(waited) s")
+        #expect(socket.waitUntilClosed(within: .seconds(10)))
+    }
+
     @Test func sendingRefusesWhatCannotGo() throws {
         let socket = try OSCSocket(listeningOn: NetworkAddress(ipv4: 127, 0, 0, 1, port: 0))
         defer { socket.close() }

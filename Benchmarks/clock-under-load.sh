@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The jam's clock with the engine busy (issue 30), on 127.0.0.1 only: one jambridge leads the jam (`clock: {}`,
+# SCHED_FIFO clock thread) while a load generator sends 10,000 MIDI-over-OSC messages a second through its router,
+# to a session peer, to an OSC output and (channel 1) to an ALSA output that blocks; beside it, in the same
+# seconds, a bare C thread at the same SCHED_FIFO priority sleeps with clock_nanosleep(TIMER_ABSTIME) to the same
+# absolute deadlines as the jam's ticks. Prints, for both, the tick interval std and largest deviation, how late
+# each was (the jam's ticks at a listener that stamps them with the kernel's receive time), the ticks over 0.5 ms
+# late and how many of them the bare thread also saw, and issue 30's two targets; with the rate the router
+# really carried, how long the ALSA output held the engine, the load average, steal time and the canaries (one at
+# SCHED_FIFO 19 per CPU for stalls of the machine, one at normal priority for how long the scheduler kept normal
+# threads, the engine's, waiting).
+#
+#   Benchmarks/clock-under-load.sh                         # RUNS (default 3) runs of SECONDS_EACH (default 60) s
+#   SECONDS_EACH=30 RUNS=5 Benchmarks/clock-under-load.sh
+#   Benchmarks/clock-under-load.sh --load 1                # and a busy loop on CPU 1
+#   Benchmarks/clock-under-load.sh --stall-ms 0            # the ALSA output never blocks (the router's load only)
+#   Benchmarks/clock-under-load.sh --keep                  # keep route file, logs, ticks.txt (k, arrival, instant,
+#                                                          # bare deadline, bare wake-up) in /tmp/clock-under-load-*
+# Further options (rate, batch, the stand-in's pool and stalls): Benchmarks/jam_clock_bench.py --help, scenario busy.
+#
+# The ALSA output: this host has no /dev/snd/seq, so jambridge runs with Benchmarks/clock-under-load/
+# alsa_seq_standin.c preloaded (LD_PRELOAD): it replaces every libasound sequencer call jambridge makes with a
+# model of a client output pool (500 events) that a destination empties at a MIDI wire's pace (31,250 baud) and
+# stops emptying for 1 s every 5 s. jambridge's own ALSA code runs unchanged: when the pool is full its send gets
+# -EAGAIN and waitForOutputRoom polls (10 ms at a time, up to 100 times) on the engine's queue until there is room.
+# The bare thread is Benchmarks/clock-under-load/bare_clock.c. Both are compiled here with cc.
+#
+# Builds jambridge (release) in .build-bench-main, as jam-clock-bench.sh does. Needs root (SCHED_FIFO) and the
+# listeners' PyPI pymidi (.build-peers/venv, scripts/install-deps.sh). Every process a run starts (jambridge, the
+# load generator, the bare thread, the canaries, busy loops) is ended by its PID before the next run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+seconds=${SECONDS_EACH:-60}
+runs=${RUNS:-3}
+python="$root/.build-peers/venv/bin/python"
+[ -x "$python" ] || { echo "no $python: run scripts/install-deps.sh first" >&2; exit 1; }
+
+echo "building jambridge (release) in $root/.build-bench-main ..." >&2
+if ! log=$(cd "$root" && swift build -c release --scratch-path "$root/.build-bench-main" --product jambridge 2>&1); then
+    echo "$log" | grep -E "error|warning: " >&2 || echo "$log" >&2
+    exit 1
+fi
+binary="$root/.build-bench-main/release/jambridge"
+tools="$root/.build-bench-main/clock-under-load"
+mkdir -p "$tools"
+cc -O2 -Wall -Wextra -shared -fPIC -o "$tools/alsa_seq_standin.so" "$here/clock-under-load/alsa_seq_standin.c"
+cc -O2 -Wall -Wextra -o "$tools/bare_clock" "$here/clock-under-load/bare_clock.c" -lm
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r), swift $(swift --version 2>&1 | sed -n 's/.*Swift version \([0-9.]*\).*/\1/p' | head -1), jambridge $(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD -- Sources Package.swift || echo ' + uncommitted changes in Sources')"
+for run in $(seq "$runs"); do
+    echo
+    echo "## run $run of $runs: busy $*"
+    "$python" "$here/jam_clock_bench.py" busy --jambridge "$binary" --seconds "$seconds" \
+        --standin "$tools/alsa_seq_standin.so" --bare "$tools/bare_clock" "$@"
+done
