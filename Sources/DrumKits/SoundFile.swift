@@ -149,20 +149,39 @@ public enum SoundFile {
         return Audio(samples: stereo, channelCount: 2, rate: header.rate)
     }
 
-    /// Writes `left` and `right` (of one length) to `path` as a 32-bit float stereo WAV at `rate`, replacing what
-    /// was there; the same samples make the same bytes.
-    public static func writeWAV(path: String, left: [Float], right: [Float], rate: Int) throws(SoundFileError) {
+    /// How a WAV file's samples are stored.
+    public enum WAVEncoding: String, CaseIterable, Sendable {
+        /// 16-bit integer PCM: what every tool reads (CDs, Python's `wave`, old samplers).
+        case pcm16 = "16"
+        /// 24-bit integer PCM: what most tools read, with room below the loudest hit.
+        case pcm24 = "24"
+        /// 32-bit float (`WAVE_FORMAT_IEEE_FLOAT`): exact, but Python's `wave` cannot read it and sox warns.
+        case float
+
+        var subtype: Int32 {
+            switch self {
+            case .pcm16: Int32(SF_FORMAT_PCM_16)
+            case .pcm24: Int32(SF_FORMAT_PCM_24)
+            case .float: Int32(SF_FORMAT_FLOAT)
+            }
+        }
+    }
+
+    /// Writes `left` and `right` (of one length) to `path` as a stereo WAV at `rate` in `encoding` (integer PCM clips
+    /// what lies beyond -1...1 instead of wrapping round), replacing what was there; the same samples make the same bytes.
+    public static func writeWAV(path: String, left: [Float], right: [Float], rate: Int, encoding: WAVEncoding = .float) throws(SoundFileError) {
         precondition(left.count == right.count, "a WAV's channels have one length")
         var info = SF_INFO()
         info.samplerate = Int32(clamping: rate)
         info.channels = 2
-        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+        info.format = Int32(SF_FORMAT_WAV) | encoding.subtype
         guard rate > 0, sf_format_check(&info) != 0 else { throw SoundFileError(path: path, reason: "\(rate) Hz is not a rate a WAV can have") }
         guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
             throw SoundFileError(path: path, reason: "cannot be written (\(message(sf_strerror(nil))))")
         }
         // No PEAK chunk: it carries the time of writing, and the same render must be the same file.
         sf_command(file, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
+        if encoding != .float { sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE)) }
         let chunkFrames = 4096
         var chunk = [Float](repeating: 0, count: chunkFrames * 2)
         var start = 0

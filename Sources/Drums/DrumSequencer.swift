@@ -81,6 +81,9 @@ public struct DrumSequencer: Sendable {
     /// The bar being played (from 0 at the song's start).
     public var currentBar: Int { bar }
 
+    /// The style `change(to:)` asked for, played from the next bar line; nil once it plays (or if none was asked for).
+    public var nextStyle: Style? { pendingStyle }
+
     /// Plays `style` from the next bar line on.
     public mutating func change(to style: Style) {
         pendingStyle = style

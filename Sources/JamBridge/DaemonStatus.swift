@@ -160,6 +160,8 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         public var style: String
         /// The style the route files name.
         public var declaredStyle: String
+        /// The style to play from the next bar line (a `jambridge drums style` or a reload changed it), if any.
+        public var nextStyle: String? = nil
         /// The level playing (1 to `levels`).
         public var level: Int
         public var levels: Int
@@ -338,9 +340,12 @@ extension DaemonStatus.Jam {
 }
 
 extension DaemonStatus.Drums {
-    /// `drums: rock, level 2 of 5 (following the activity), bar 3 beat 1, muted: clap; audio playing, 40 hits, 0 late, 0 xruns`.
+    /// `drums: rock, level 2 of 5 (following the activity), bar 3 beat 1, muted: clap; audio playing, 40 hits, 0 late, 0 xruns`;
+    /// the style as `rock, funk from the next bar` while a change waits for the bar line, and as
+    /// `funk (the route files say rock)` when it is not the route files' (a command chose it).
     var line: String {
-        let style = declaredStyle == self.style ? self.style : "\(self.style) (\(declaredStyle))"
+        var style = declaredStyle == self.style ? self.style : "\(self.style) (the route files say \(declaredStyle))"
+        if let nextStyle, nextStyle != self.style { style = "\(self.style), \(nextStyle) from the next bar" }
         let level = levelKept ? "level \(self.level) (kept)" : "level \(self.level) of \(levels) (following the activity)"
         guard playing, let bar, let beat else { return "drums: \(style), \(level), waiting for the rhythm" }
         let muted = self.muted.isEmpty ? "" : ", muted: \(self.muted.joined(separator: ", "))"

@@ -214,7 +214,7 @@ final class DrumsPlayer {
                                        xruns: playback.xruns)
         }
         return DaemonStatus.Drums(style: sequencer.style.name, declaredStyle: declaration.styleName,
-                                  level: sequencer.lockedLevel ?? sequencer.level, levels: sequencer.style.levels,
+                                  nextStyle: sequencer.nextStyle?.name, level: sequencer.lockedLevel ?? sequencer.level, levels: sequencer.style.levels,
                                   levelKept: sequencer.lockedLevel != nil, playing: tick != nil,
                                   bar: tick.map { Int($0 / time.barTicks) + 1 },
                                   beat: tick.map { Int($0.truncatingRemainder(dividingBy: time.barTicks) / beatTicks) + 1 },

@@ -13,9 +13,9 @@ public func loadKit(of drums: DrumsDeclaration) throws(KitError) -> LoadedKit {
 }
 
 /// `jambridge render`: the drums of `drums` for `bars` bars at `tempo`, the session's activity along `activity`,
-/// rendered offline with the daemon's sequencer and mixer into a WAV file at `path` (48 kHz stereo).
+/// rendered offline with the daemon's sequencer and mixer into a WAV file at `path` (48 kHz stereo, in `encoding`).
 public func renderDrums(_ drums: DrumsDeclaration, kit: Kit, tempo: Double, bars: Int, activity: ActivityCurve,
-                        to path: String) throws(SoundFileError) -> DrumRender.Result {
+                        to path: String, encoding: SoundFile.WAVEncoding) throws(SoundFileError) -> DrumRender.Result {
     var sequencer = DrumSequencer(style: drums.style, seed: drums.seed)
     sequencer.lockedLevel = drums.level
     sequencer.muted = drums.muted
@@ -26,6 +26,6 @@ public func renderDrums(_ drums: DrumsDeclaration, kit: Kit, tempo: Double, bars
         left[frame] = result.frames[2 * frame]
         right[frame] = result.frames[2 * frame + 1]
     }
-    try SoundFile.writeWAV(path: path, left: left, right: right, rate: Kit.sampleRate)
+    try SoundFile.writeWAV(path: path, left: left, right: right, rate: Kit.sampleRate, encoding: encoding)
     return result
 }

@@ -153,13 +153,13 @@ public final class Engine: EventSink, @unchecked Sendable {
     }
 
     /// Hands a release to the sink `id` for `recipients` (a source or sink went, or everything stops), shown on the
-    /// monitor as from `release` when it is the sink's own.
+    /// monitor as from `release`: jambridge's own, whichever source's note it ends (jambridge(1), `--monitor`).
     private func deliver(_ message: MIDIMessage, from source: EndpointID, to id: EndpointID, for recipients: Recipients,
                          at time: MonotonicInstant) {
         let index = Int(id.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
         count(id, in: &handedTo)
-        monitor?.show(message, from: source == id ? "release" : name(source), to: name(id),
+        monitor?.show(message, from: "release", to: name(id),
                       only: recipients.isOnly ? recipients.origin : nil, at: time)
         endpoint.receive(message, at: time, to: recipients)
     }

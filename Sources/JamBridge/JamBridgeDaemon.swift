@@ -243,7 +243,11 @@ public final class JamBridgeDaemon: @unchecked Sendable {
             // Once the servers are stopped: answers still to be made are dropped.
             if servers?.shutDown() == false { logger.warning("the servers' event loop did not end within \(ServerLoop.waitLimit.nanoseconds / 1_000_000_000) s") }
             servers = nil
-            logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(counters.unmatchedReleases) unmatched releases, \(counters.heldTableFull) dropped for a full note table")
+            // An unmatched release is a note-off (or pedal release) whose note-on never went through (a song's stray
+            // note-off, a note-on a route filtered out): nothing to end, so nothing is sent.
+            let unmatched = counters.unmatchedReleases == 1 ? "1 release of a note or pedal that was not on (not passed on)"
+                : "\(counters.unmatchedReleases) releases of notes or pedals that were not on (not passed on)"
+            logger.info("stopped: \(counters.delivered) messages delivered, \(counters.droppedByStages) filtered, \(unmatched), \(counters.heldTableFull) dropped for a full note table")
             return counters
         }
     }

@@ -85,7 +85,7 @@ struct Run: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds.")
     var stopAfter: Double?
 
-    @Option(help: ArgumentHelp("Listen for 'jambridge status', 'reload' and the jam's commands at this Unix socket (default: control-PID.sock in $RUNTIME_DIRECTORY or /run/jambridge).", valueName: "path"))
+    @Option(help: ArgumentHelp("Listen for 'jambridge status', 'reload' and the jam's commands at this Unix socket (default: control-PID.sock in $RUNTIME_DIRECTORY if set, else /run/jambridge for root, else $XDG_RUNTIME_DIR/jambridge or /tmp/jambridge-UID).", valueName: "path"))
     var control: String?
 
     @Argument(help: "Route files (YAML).")
@@ -205,50 +205,11 @@ private func printPeerListing(browseSeconds seconds: Double, command: String) {
     print(text, terminator: "")
 }
 
-/// Which running daemon a control command goes to.
-struct DaemonOptions: ParsableArguments {
-    @Option(name: .customLong("pid"), help: "The process ID of the jambridge to talk to (needed when several run).")
-    var pid: Int32?
-
-    @Option(name: .customLong("control"), help: ArgumentHelp("The control socket of the jambridge to talk to (as given to its 'run --control').", valueName: "path"))
-    var control: String?
-
-    /// The socket of the daemon to talk to: `--control`'s, `--pid`'s, or the one running.
-    func socket() throws(ControlClientError) -> String {
-        if let control { return control }
-        return try ControlClient.socket(pid: pid)
-    }
-
-    /// Sends `request` to the daemon and returns its reply; says why on standard error and exits 1 if it cannot be
-    /// sent or is refused (with the route files' mistakes, for a reload).
-    func send(_ request: ControlRequest, command: String) throws -> ControlReply {
-        var standardError = StandardError()
-        let reply: ControlReply
-        do {
-            reply = try ControlClient.send(request, to: try socket())
-        } catch {
-            print("jambridge \(command): \(error)", to: &standardError)
-            throw ExitCode(1)
-        }
-        guard reply.ok else {
-            print("jambridge \(command): \(reply.message)", to: &standardError)
-            for error in reply.errors ?? [] { print(error, to: &standardError) }
-            throw ExitCode(1)
-        }
-        return reply
-    }
-
-    /// Sends a command and prints the reply's message.
-    func perform(_ request: ControlRequest, command: String) throws {
-        print(try send(request, command: command).message)
-    }
-}
-
 /// `jambridge status [--json] [--watch]`: what the running daemon is doing.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show what the running jambridge is doing: peers, ports, OSC controllers, the jam, the drums, counters.",
-        discussion: "--json prints the status as one JSON object (see jambridge(1)); --watch shows it again every second, in place, until Ctrl-C (with --json, one object a line).")
+        discussion: "--json prints the status as one JSON object (see jambridge(1)); --watch shows it again every second, in place on a terminal (elsewhere one after another, a blank line between), until Ctrl-C (with --json, one object a line).")
     @Flag(help: "Print the status as JSON, for scripts.") var json = false
     @Flag(help: "Show the status again every second, in place, until Ctrl-C.") var watch = false
     @OptionGroup var daemon: DaemonOptions
@@ -266,6 +227,7 @@ struct Status: ParsableCommand {
             Foundation.exit(0)
         }
         interrupted.resume()
+        let terminal = isatty(STDOUT_FILENO) == 1
         while true {
             var frame: String
             do {
@@ -274,9 +236,12 @@ struct Status: ParsableCommand {
             } catch {
                 frame = "jambridge status: \(error)"
             }
-            // Home, each line cleared to its end, then the rest of the screen: a redraw without flicker.
-            if !json { frame = "\u{1B}[H" + frame.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\u{1B}[K\n") + "\u{1B}[K\u{1B}[J" }
-            FileHandleOutput.standardOutput(frame + (json ? "\n" : ""))
+            // On a terminal: home, each line cleared to its end, then the rest of the screen: a redraw without flicker.
+            // Elsewhere (a pipe, a file): one frame after another, a blank line between them.
+            if !json && terminal {
+                frame = "\u{1B}[H" + frame.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\u{1B}[K\n") + "\u{1B}[K\u{1B}[J"
+            }
+            FileHandleOutput.standardOutput(frame + (json ? "\n" : terminal ? "" : "\n\n"))
             Thread.sleep(forTimeInterval: 1)
         }
     }
@@ -373,6 +338,8 @@ struct Render: ParsableCommand {
     @Option(help: "The session's total activity along the render.") var activity: String = "0"
     @Option(help: "Beats a minute (default: the route files' clock tempo).") var tempo: Double?
     @Option(help: "The WAV file to write (48 kHz stereo).") var out: String
+    @Option(help: ArgumentHelp("The WAV's samples: 16 or 24 (bit integer PCM, which every tool reads) or float (32-bit, exact, which Python's wave cannot read).", valueName: "16|24|float"))
+    var format: SoundFile.WAVEncoding = .pcm24
     @Argument(help: "Route files (YAML) with a 'drums' block.") var routes: [String]
 
     func validate() throws {
@@ -409,7 +376,7 @@ struct Render: ParsableCommand {
         let started = clock.now
         let result: DrumRender.Result
         do {
-            result = try renderDrums(drums, kit: kit.kit, tempo: bpm, bars: bars, activity: ActivityCurve(activity)!, to: out)
+            result = try renderDrums(drums, kit: kit.kit, tempo: bpm, bars: bars, activity: ActivityCurve(activity)!, to: out, encoding: format)
         } catch {
             throw renderFailure("\(error)")
         }
@@ -419,7 +386,7 @@ struct Render: ParsableCommand {
         var levels: [Int: Int] = [:]
         for hit in result.hits { levels[hit.bar] = hit.level }
         let shown = (0..<bars).map { levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
-        print("\(out): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
+        print("\(out) (\(format.name) WAV, 48 kHz stereo): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
               + "\(result.hits.count) hits (\(String(format: "%.0f", seconds / max(took, 1e-6)))x real time); levels by bar: \(shown)")
     }
 }
@@ -429,6 +396,11 @@ private func renderFailure(_ problem: String) -> ExitCode {
     var standardError = StandardError()
     print("jambridge render: \(problem)", to: &standardError)
     return ExitCode(1)
+}
+
+extension SoundFile.WAVEncoding: ExpressibleByArgument {
+    /// `24-bit PCM`, `32-bit float`: as `render` says what it wrote.
+    var name: String { self == .float ? "32-bit float" : "\(rawValue)-bit PCM" }
 }
 
 /// `jambridge styles [NAME]`: the built-in drum styles, or one's style file to start a style of your own from.

@@ -198,7 +198,8 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         #expect(follower.players.map(\.name) == ["jam-a"] && follower.players[0].level > 0, "\(follower)")
         #expect(statusB.session?.peers.map(\.name) == ["jam-a"] && statusB.session?.peers.first?.weInvited == false && statusB.drums == nil)
 
-        // The text is made from the same data; --watch redraws it in place every second.
+        // The text is made from the same data; --watch redraws it in place every second on a terminal, and writes
+        // one frame after another, without a terminal's escapes, into a pipe (issue 33, item 10).
         let text = try jambridge(["status", "--pid", "\(a.pid)"]).out
         for expected in ["jambridge \(a.pid) running \(fileA)\n", "session 'jam-a' on UDP port \(portA): 2 peers ('jam-b', 'pymidi')\n",
                          "  peer 'jam-b' at 127.0.0.1:\(portB) (we invited it): round trip ", "phone: OSC on 127.0.0.1:\(phonePort)\n",
@@ -207,7 +208,7 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
             #expect(text.contains(expected), "\(expected) in \(text)")
         }
         #expect(text.contains(/\n  phone: \d+ in, 0 out; dropped 1 undecodable\n/), "\(text)")
-        let watch = try JamBridgeProcess(["status", "--watch", "--pid", "\(a.pid)"])
+        let watch = try JamBridgeProcess(["status", "--watch", "--pid", "\(a.pid)"], terminal: true)
         #expect(watch.waitForOutput(containing: "jam: master", count: 3), "\(watch)")
         watch.interrupt()
         let watched = watch.finish(killingAfter: 20)
@@ -215,6 +216,14 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         let frames = watched.out.components(separatedBy: "\u{1B}[H").dropFirst()
         #expect(frames.count >= 3 && frames.allSatisfy { $0.contains("\u{1B}[K\njam: master, clock master jam-a") && $0.contains("\u{1B}[J") },
                 "\(frames)")
+        let piped = try JamBridgeProcess(["status", "--watch", "--pid", "\(a.pid)"])
+        #expect(piped.waitForOutput(containing: "jam: master", count: 2), "\(piped)")
+        piped.interrupt()
+        let written = piped.finish(killingAfter: 20)
+        #expect(written.status == 0 && !written.out.contains("\u{1B}"), "\(written)")
+        let pipedFrames = written.out.components(separatedBy: "\n\n").filter { !$0.trimmingCharacters(in: .newlines).isEmpty } // Ctrl-C ends the last line
+        #expect(pipedFrames.count >= 2 && pipedFrames.allSatisfy { $0.hasPrefix("jambridge \(a.pid) running \(fileA)\n") && $0.contains("\njam: master, clock master jam-a") },
+                "\(pipedFrames)")
         // jambridge peers asks the running daemons' sockets.
         let peers = try jambridge(["peers", "--browse", "0"]).out
         #expect(peers.contains("\"jam-a\"\tport \(portA)\tpid \(a.pid)\t2 connected\n  peer \"jam-b\"\t127.0.0.1:\(portB)\tround trip "), "\(peers)")

@@ -100,4 +100,51 @@ func onsets(in file: URL, threshold: Double = 0.02) throws -> WAVOnsets {
         let curve = try jambridge(["render", routes.path, "--activity", "loud", "--out", wav.path])
         #expect(curve.status != 0 && curve.err.contains("--activity is N (0-127), A-B"), "\(curve.err)")
     }
+
+    /// What Python's own `wave` module makes of a WAV file (`Tests/Peers/wav_wave.py`).
+    private struct WaveRead: Decodable {
+        var width: Int?
+        var channels: Int?
+        var rate: Int?
+        var frames: Int?
+        var peak: Double?
+        var error: String?
+    }
+
+    private func readWithWave(_ file: URL) throws -> WaveRead {
+        let read = try run(systemPython, [repositoryRoot.appendingPathComponent("Tests/Peers/wav_wave.py").path, file.path])
+        #expect(read.status == 0, "\(read.out)")
+        return try JSONDecoder().decode(WaveRead.self, from: Data(read.out.utf8))
+    }
+
+    /// Issue 33, item 8: by default a render is 24-bit PCM, which Python's `wave` reads; `--format` gives 16-bit or
+    /// the exact 32-bit float, which `wave` cannot read, and `render` says which it wrote.
+    @Test func theDefaultIs24BitPCMThatPythonsWaveReadsAndFormatGives16BitOrFloat() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: systemPython), "no \(systemPython): run scripts/install-deps.sh")
+        let routes = try setUp(swing: 50)
+        let dir = routes.deletingLastPathComponent()
+        var read: [String: WaveRead] = [:]
+        for (name, arguments) in [("default", [String]()), ("16", ["--format", "16"]), ("24", ["--format", "24"]), ("float", ["--format", "float"])] {
+            let wav = dir.appendingPathComponent("\(name).wav")
+            let result = try jambridge(["render", routes.path, "--bars", "2", "--activity", "127", "--out", wav.path] + arguments)
+            #expect(result.status == 0, "\(result.err)")
+            let said = ["default": "24-bit PCM", "16": "16-bit PCM", "24": "24-bit PCM", "float": "32-bit float"][name]!
+            #expect(result.out.hasPrefix("\(wav.path) (\(said) WAV, 48 kHz stereo): 2 bars of clicks"), "\(result.out)")
+            read[name] = try readWithWave(wav)
+        }
+        let bars = 2 * 96_000
+        #expect(read["default"]?.width == 3 && read["default"]?.channels == 2 && read["default"]?.rate == 48_000 && read["default"]?.frames == bars,
+                "\(String(describing: read["default"]))")
+        #expect(read["24"]?.width == 3 && read["24"]?.frames == bars)
+        #expect(read["16"]?.width == 2 && read["16"]?.channels == 2 && read["16"]?.frames == bars, "\(String(describing: read["16"]))")
+        // The hits are there, in range, and the same loudness at either width.
+        let peak24 = try #require(read["default"]?.peak), peak16 = try #require(read["16"]?.peak)
+        #expect(peak24 > 0.05 && peak24 <= 1 && abs(peak24 - peak16) < 0.001, "\(peak24) \(peak16)")
+        #expect(read["float"]?.error?.contains("unknown format") == true, "\(String(describing: read["float"]))")
+        // soundfile reads the float file: the same hits, on the same frames, as the default's.
+        #expect(try onsets(in: dir.appendingPathComponent("float.wav")).onsets == onsets(in: dir.appendingPathComponent("default.wav")).onsets)
+
+        let wrong = try jambridge(["render", routes.path, "--format", "32", "--out", dir.appendingPathComponent("x.wav").path])
+        #expect(wrong.status != 0 && wrong.err.contains("16") && wrong.err.contains("float"), "\(wrong.err)")
+    }
 }

@@ -22,8 +22,10 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
 
     /// Starts jambridge (or `launcher`, e.g. a shell running jambridge somewhere else) with
     /// `arguments` in the repository's top directory; with `journal`, its standard error is what systemd's
-    /// journal stream would be (`JOURNAL_STREAM` names that pipe).
-    init(_ arguments: [String], launcher: String? = nil, environment: [String: String] = [:], journal: Bool = false) throws {
+    /// journal stream would be (`JOURNAL_STREAM` names that pipe); with `terminal`, its standard output is a
+    /// pseudo-terminal, as in a shell's window (output taken as written: no carriage return added before a newline).
+    init(_ arguments: [String], launcher: String? = nil, environment: [String: String] = [:], journal: Bool = false,
+         terminal: Bool = false) throws {
         process.executableURL = launcher.map { URL(fileURLWithPath: $0) } ?? executable
         process.arguments = arguments
         process.currentDirectoryURL = repositoryRoot
@@ -33,11 +35,44 @@ final class JamBridgeProcess: @unchecked Sendable { // the output buffers are wr
             fstat(err.fileHandleForWriting.fileDescriptor, &status)
             process.environment!["JOURNAL_STREAM"] = "\(status.st_dev):\(status.st_ino)"
         }
-        process.standardOutput = out
+        var terminalEnds: (controller: Int32, device: Int32) = (-1, -1)
+        if terminal {
+            // posix_openpt, unlockpt and ptsname as Linux does them (Glibc's module leaves those out): TIOCSPTLCK and
+            // TIOCGPTN, whose macros Swift cannot import.
+            terminalEnds.controller = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+            var unlocked: Int32 = 0, number: UInt32 = 0
+            guard terminalEnds.controller >= 0, ioctl(terminalEnds.controller, 0x4004_5431, &unlocked) == 0,
+                  ioctl(terminalEnds.controller, 0x8004_5430, &number) == 0 else { throw POSIXError(.ENOTTY) }
+            terminalEnds.device = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+            guard terminalEnds.device >= 0 else { throw POSIXError(.ENOTTY) }
+            var settings = termios()
+            tcgetattr(terminalEnds.device, &settings)
+            settings.c_oflag &= ~tcflag_t(OPOST)
+            tcsetattr(terminalEnds.device, TCSANOW, &settings)
+            process.standardOutput = FileHandle(fileDescriptor: terminalEnds.device, closeOnDealloc: false)
+        } else {
+            process.standardOutput = out
+        }
         process.standardError = err
         try process.run()
+        if terminal {
+            // The terminal's other end reads until the process (the last holder of the device) is gone: EIO.
+            close(terminalEnds.device)
+            let controller = terminalEnds.controller
+            readers.enter()
+            DispatchQueue.global().async { [self] in
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let count = read(controller, &buffer, buffer.count)
+                    guard count > 0 else { break }
+                    lock.withLock { outData.append(contentsOf: buffer[..<count]) }
+                }
+                close(controller)
+                readers.leave()
+            }
+        }
         // Drain both pipes while it runs, so a chatty process never blocks on a full pipe.
-        for (pipe, keyPath) in [(out, \JamBridgeProcess.outData), (err, \JamBridgeProcess.errData)] {
+        for (pipe, keyPath) in terminal ? [(err, \JamBridgeProcess.errData)] : [(out, \JamBridgeProcess.outData), (err, \JamBridgeProcess.errData)] {
             readers.enter()
             DispatchQueue.global().async { [self] in
                 while true {
