@@ -21,6 +21,9 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
     /// The jam's song as it is now (the wiring's), asked at each deadline.
     private var song: () -> (any JamSong)? = { nil }
     private var timer: ClockThread?
+    /// The jam's transport, routed to the drums: a Start wakes the timer, so that the song's downbeat is played on
+    /// time rather than when the timer next looks (every `DrumsPlayer.lookInterval`).
+    private let transport = DrumsTransport()
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: DrumsDeclaration)] {
         configuration.drums.map { [(DrumsDeclaration.endpointName, $0)] } ?? []
@@ -33,7 +36,7 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
     }
 
     var endpoints: [String: RunningEndpoint] {
-        [DrumsDeclaration.endpointName: RunningEndpoint(source: player.source)]
+        [DrumsDeclaration.endpointName: RunningEndpoint(source: player.source, sink: transport)]
     }
 
     /// Keeps the drums while their kit, sound and notes stay (a new style from the next bar line, the level and
@@ -52,7 +55,9 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
         self.engine = engine
         engine.queue.sync { song = wiring.song }
         if timer == nil {
-            timer = ClockThread(Self.timer, logger: logger) { [unowned self] now in engine.queue.sync { fire(now) } }
+            let timer = ClockThread(Self.timer, logger: logger) { [unowned self] now in engine.queue.sync { fire(now) } }
+            self.timer = timer
+            engine.queue.sync { transport.heard = { timer.wake() } }
         }
     }
 
@@ -75,6 +80,7 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
 
     /// Stops the timer and the audio, and lets go of the wiring's song (which holds the parts, this one too).
     func stop() {
+        engine?.queue.sync { transport.heard = {} }
         timer?.stop()
         timer = nil
         player.stop()
@@ -86,4 +92,15 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
     private func fire(_ now: MonotonicInstant) -> MonotonicInstant {
         max(player.fire(song(), now: now), now.advanced(byNanoseconds: 100_000))
     }
+}
+
+/// The drums' sink: the jam's Start, Stop, Continue and Song Position (`RouteConfiguration.jamRoutes`).
+final class DrumsTransport: SinkEndpoint, @unchecked Sendable { // `heard`: set and called on the engine's queue
+    var heard: () -> Void = {}
+
+    func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
+        heard()
+    }
+
+    func stop() {}
 }

@@ -247,7 +247,11 @@ public struct RouteConfiguration: Sendable {
         let out = (session + jam.clockOutputs).map {
             RouteDeclaration(from: [name], to: [$0], stages: [], echo: true, control: true, location: jam.location)
         }
-        return [into] + out
+        let drums = drums.map {
+            RouteDeclaration(from: [name], to: [DrumsDeclaration.endpointName], stages: [TransportFilter()], echo: true,
+                             control: true, location: $0.location)
+        }
+        return [into] + out + (drums.map { [$0] } ?? [])
     }
 
     /// The stage that keeps the jam's controllers off a route file's route, unless it asks for them or there is no jam.

@@ -31,3 +31,16 @@ public struct JamInputFilter: RouteStage {
             || (channel == second.channel && controller == second.controller)
     }
 }
+
+/// The stage of the jam's route to the drums: they follow the song by reading it, and hear only the transport that
+/// starts, moves and ends it (so that they begin a song at its downbeat, not when they next look).
+public struct TransportFilter: RouteStage {
+    public init() {}
+
+    public func apply(_ message: inout MIDIMessage) -> Bool {
+        switch message {
+        case .start, .stop, .continue, .songPosition: true
+        default: false
+        }
+    }
+}
