@@ -172,6 +172,8 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// Where the song is in the style's bars and beats, counted from 1; nil while not playing.
         public var bar: Int?
         public var beat: Int?
+        /// Beats in the style's bar (4 in rock, 6 in six-eight).
+        public var beatsPerBar: Int
         /// The voices silenced.
         public var muted: [String]
         /// Note-ons sent from the `drums` endpoint.

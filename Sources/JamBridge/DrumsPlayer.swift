@@ -218,6 +218,7 @@ final class DrumsPlayer {
                                   levelKept: sequencer.lockedLevel != nil, playing: tick != nil,
                                   bar: tick.map { Int($0 / time.barTicks) + 1 },
                                   beat: tick.map { Int($0.truncatingRemainder(dividingBy: time.barTicks) / beatTicks) + 1 },
+                                  beatsPerBar: time.beats,
                                   muted: sequencer.muted.sorted().map(\.rawValue), notes: counters.notes, audio: audio)
     }
 }

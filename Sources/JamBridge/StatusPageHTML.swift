@@ -44,14 +44,15 @@ enum StatusPageHTML {
   <div><div class="dim">role</div><div class="big" id="role">-</div></div>
   <div><div class="dim">clock master</div><div class="big" id="master">-</div></div>
   <div><div class="dim">tempo</div><div class="big" id="tempo">-</div></div>
+  <div><div class="dim">bar</div><div class="big" id="bar">-</div></div>
   <div><div class="dim">beat</div><div class="big" id="beat">-</div></div>
 </div>
-<div id="beats"><span></span><span></span><span></span><span></span></div>
+<div id="beats"></div>
 
 <div id="controls" hidden>
   <h2>Control</h2>
   <button id="start">Start</button><button id="stop">Stop</button>
-  <input id="bpm" type="number" min="1" max="999" step="1" value="120"> <button id="setTempo">Set tempo</button>
+  <input id="bpm" type="number" min="20" max="300" step="1" value="120"> <button id="setTempo">Set tempo</button>
   <div id="reply"></div>
 </div>
 
@@ -94,10 +95,18 @@ function draw(state) {
   $("role").textContent = jam ? jam.role : "no jam";
   $("master").textContent = jam && jam.master ? jam.master : "nobody";
   $("tempo").textContent = jam && jam.tempo ? jam.tempo.toFixed(1) + " BPM" : "-";
+  // The tempo box shows the tempo in force, unless someone is typing in it.
+  if (jam && jam.tempo && document.activeElement !== $("bpm")) $("bpm").value = Math.round(jam.tempo);
+  // Bar and beat apart (the drums' style's meter; without drums, bars of 4 from the song's beat), a dot a beat.
   const drums = status.drums;
-  const beatInBar = drums && drums.beat ? drums.beat : (jam && jam.songBeat ? (jam.songBeat - 1) % 4 + 1 : 0);
-  $("beat").textContent = drums && drums.bar ? drums.bar + "." + drums.beat : (jam && jam.songBeat ? String(jam.songBeat) : "-");
-  [...$("beats").children].forEach((dot, index) => dot.classList.toggle("on", index + 1 === beatInBar));
+  const perBar = drums ? drums.beatsPerBar : 4;
+  const bar = drums && drums.bar ? drums.bar : (jam && jam.songBeat ? Math.floor((jam.songBeat - 1) / perBar) + 1 : 0);
+  const beat = drums && drums.beat ? drums.beat : (jam && jam.songBeat ? (jam.songBeat - 1) % perBar + 1 : 0);
+  $("bar").textContent = bar ? String(bar) : "-";
+  $("beat").textContent = beat ? String(beat) : "-";
+  while ($("beats").children.length < perBar) $("beats").append(document.createElement("span"));
+  while ($("beats").children.length > perBar) $("beats").lastChild.remove();
+  [...$("beats").children].forEach((dot, index) => dot.classList.toggle("on", index + 1 === beat));
 
   meter($("total"), jam && jam.totalFromMaster ? "session total (master's)" : "session total", jam ? jam.total : 0);
   const players = jam ? jam.players : [];
@@ -130,8 +139,16 @@ function draw(state) {
     }
   }
   for (const [name, osc] of Object.entries(status.osc)) {
-    const heard = osc.controllers.length === 0 ? "no controller heard" : osc.controllers[0].address
-      ? osc.controllers.map((c) => c.address).join(", ") : osc.controllers.length + " controller(s) heard";
+    // A phone sends from a port of its own per app or per control: one device per host, with its ports counted.
+    const hosts = new Map();
+    for (const c of osc.controllers) {
+      if (!c.address) continue;
+      const host = c.address.slice(0, c.address.lastIndexOf(":"));
+      hosts.set(host, (hosts.get(host) || 0) + 1);
+    }
+    const heard = osc.controllers.length === 0 ? "no controller heard" : hosts.size
+      ? [...hosts].map(([host, ports]) => ports > 1 ? host + " (" + ports + " ports)" : host).join(", ")
+      : osc.controllers.length + " controller(s) heard";
     devices.push([name + " (OSC " + osc.listen + ") - " + heard, name]);
   }
   list($("devices"), devices.length ? devices : [["no devices"]]);

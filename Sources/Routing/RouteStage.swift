@@ -8,4 +8,11 @@ import MIDI
 public protocol RouteStage: Sendable {
     /// Transforms `message` in place; returns false to drop it.
     func apply(_ message: inout MIDIMessage) -> Bool
+    /// True if what it drops is counted as filtered (`RouterCounters.droppedByStages`): false for a stage the route
+    /// files do not write (the jam's controllers kept off a route).
+    var countsDrops: Bool { get }
+}
+
+extension RouteStage {
+    public var countsDrops: Bool { true }
 }

@@ -123,7 +123,7 @@ public final class Router {
     @inline(__always)
     private func passes(_ message: inout MIDIMessage, through route: CompiledRoute) -> Bool {
         for index in route.stages.indices where !route.stages[index].apply(&message) {
-            if route.countsDrops { counters.droppedByStages += 1 }
+            if route.countsDrops && route.stages[index].countsDrops { counters.droppedByStages += 1 }
             return false
         }
         return true

@@ -187,8 +187,8 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         #expect(traffic["tape"]?.out ?? 0 > 0 && traffic["tape"]?.in == 0 && traffic["drums"]?.out == 1, "\(traffic)") // the drums hear the jam's Start
         // The jam is an endpoint like any other: the phone's levels went to it, its clock and total came from it.
         #expect(traffic["jam"]?.out ?? 0 > 0 && traffic["jam"]?.in ?? 0 > 0, "\(traffic)")
-        // The phone's levels reach its route, which leaves the jam's controllers out.
-        #expect(statusA.router.delivered > 0 && statusA.router.filtered == traffic["phone"]?.in && statusA.router.unmatchedReleases == 0
+        // The phone's levels reach its route, which leaves the jam's controllers out: the jam's, not filtered.
+        #expect(statusA.router.delivered > 0 && statusA.router.filtered == 0 && statusA.router.unmatchedReleases == 0
                 && statusA.router.heldTableFull == 0 && statusA.router.untrackable == 0, "\(statusA.router) \(traffic)")
 
         let follower = try #require(statusB.jam)

@@ -6,7 +6,7 @@ import Testing
 @Suite struct DrumsStatusLineTests {
     private func drums(style: String, declared: String, next: String? = nil) -> DaemonStatus.Drums {
         DaemonStatus.Drums(style: style, declaredStyle: declared, nextStyle: next, level: 2, levels: 5, levelKept: false,
-                           playing: true, bar: 3, beat: 1, muted: [], notes: 0, audio: nil)
+                           playing: true, bar: 3, beat: 1, beatsPerBar: 4, muted: [], notes: 0, audio: nil)
     }
 
     @Test func theStyleThatWaitsForTheBarLineIsSaidSoAndOneChosenByCommandIsSetAgainstTheRouteFiles() throws {

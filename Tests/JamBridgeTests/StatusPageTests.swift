@@ -114,16 +114,19 @@ func tcpSocketUses(_ port: UInt16, listening: Bool = false) -> Bool {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "run scripts/install-deps.sh (chromium)")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jambridge-page-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let sessionPort = freshSessionPort(), httpPort = freshTCPPort()
+        let sessionPort = freshSessionPort(), httpPort = freshTCPPort(), phonePort = freshOSCPorts(1)[0]
         let file = directory.appendingPathComponent("rack.yaml")
         try """
             session: { name: rack, port: \(sessionPort), advertise: false }
-            clock: {}
+            clock: { tempo: 96 }
             activity: {}
             drums: { style: rock }
             http: { listen: "127.0.0.1:\(httpPort)", control: true }
+            endpoints:
+              phone: { osc: { listen: \(phonePort), host: 127.0.0.1 } }
             routes:
               - { from: drums, to: session }
+              - { from: phone, to: session }
             """.write(to: file, atomically: true, encoding: .utf8)
         let daemon = try JamBridgeProcess(["run", "--stop-after", "120", file.path])
         #expect(waitUntilListening(httpPort), "\(daemon.errorSoFar)")
@@ -149,6 +152,21 @@ func tcpSocketUses(_ port: UInt16, listening: Bool = false) -> Bool {
         #expect(browser.wait(#"document.getElementById("master").textContent === "rack""#))
         #expect(browser.wait(#"document.getElementById("drums").textContent.includes("playing")"#))
         #expect(browser.wait(##"document.querySelectorAll("#beats span.on").length === 1"##))
+        // On a phone (issue 33, item 7): bar and beat apart, a dot per beat of the style's bar, the tempo box at the
+        // tempo in force and within the tempo's range.
+        #expect(browser.wait(#"Number(document.getElementById("bar").textContent) >= 1"#))
+        #expect(browser.value(#"[1, 2, 3, 4].includes(Number(document.getElementById("beat").textContent))"#) as? Bool == true)
+        #expect(browser.value(##"document.querySelectorAll("#beats span").length"##) as? Int == 4)
+        #expect(browser.value(#"document.getElementById("bpm").value"#) as? String == "96")
+        #expect(browser.value(#"document.getElementById("bpm").min + "-" + document.getElementById("bpm").max"#) as? String == "20-300")
+        #expect(try jambridge(["drums", "style", "six-eight", "--pid", "\(daemon.pid)"]).status == 0)
+        #expect(browser.wait(##"document.querySelectorAll("#beats span").length === 6"##))
+        // A controller sending from two ports of one host is one device.
+        for _ in 0..<2 {
+            #expect(try run("/usr/bin/oscsend", ["127.0.0.1", "\(phonePort)", "/ping", "i", "1"]).status == 0)
+        }
+        #expect(browser.wait(#"document.getElementById("devices").textContent.includes("127.0.0.1 (2 ports)")"#),
+                "\(String(describing: browser.value(#"document.getElementById("devices").textContent"#)))")
 
         let artifacts = repositoryRoot.appendingPathComponent(".build/artifacts")
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)

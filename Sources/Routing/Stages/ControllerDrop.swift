@@ -12,6 +12,9 @@ public struct ControllerDrop: RouteStage {
         self.second = second
     }
 
+    /// The jam's controllers are the jam's, not something a route filtered out.
+    public var countsDrops: Bool { false }
+
     public func apply(_ message: inout MIDIMessage) -> Bool {
         guard case .controlChange(let channel, let controller, _) = message else { return true }
         return !(channel == first.channel && controller == first.controller)
