@@ -18,7 +18,7 @@ struct DaemonOptions: ParsableArguments {
     var control: String?
 
     /// How long the commands wait for a daemon that is starting, in seconds (jambridge(1) says so).
-    static let startingWait = 5.0
+    static let startingWait = 30.0
 
     func validate() throws {
         if [pid != nil, which != nil, control != nil].filter({ $0 }).count > 1 {
