@@ -328,15 +328,19 @@ public struct RouteConfiguration: Sendable {
         }
         let drums = onlyDeclaration(of: \.drums, at: \.location, in: documents, named: "the drum sequencer",
                                     block: "'drums' block", errors: &errorsByFile)
-        if let drums {
-            let name = RouteFileVocabulary.drumsEndpointName
+        /// Declares the endpoint a block brings (`drums`, `jam`), or reports the route files' endpoint of that name.
+        func reserve(_ name: String, _ kind: EndpointKind, at location: SourceLocation, as what: String, when blocks: String) {
             if let earlier = endpointIndex[name], let fileIndex = documents.firstIndex(where: { $0.endpoints.contains { $0.name == name } }) {
                 errorsByFile[fileIndex].append(RouteFileError(location: endpoints[earlier].location, message:
-                    "'\(name)' is the drum sequencer's notes when a 'drums' block is written (at \(drums.location)); give this endpoint another name"))
+                    "'\(name)' is \(what) when \(blocks) is written (at \(location)); give this endpoint another name"))
             } else {
                 endpointIndex[name] = endpoints.count
-                endpoints.append(EndpointDeclaration(name: name, kind: .drums, location: drums.location))
+                endpoints.append(EndpointDeclaration(name: name, kind: kind, location: location))
             }
+        }
+        if let drums {
+            reserve(RouteFileVocabulary.drumsEndpointName, .drums, at: drums.location, as: "the drum sequencer's notes",
+                    when: "a 'drums' block")
         }
         for (fileIndex, document) in documents.enumerated() {
             for created in document.createdALSAPorts {
@@ -408,14 +412,8 @@ public struct RouteConfiguration: Sendable {
                             errors: &errorsByFile) ?? drums.map { JamDeclaration(location: $0.location) }
         if let jam {
             // The jam is an endpoint of its own, and hears the session's peers through the `session` endpoint.
-            let name = JamDeclaration.endpointName
-            if let earlier = endpointIndex[name], let fileIndex = documents.firstIndex(where: { $0.endpoints.contains { $0.name == name } }) {
-                errorsByFile[fileIndex].append(RouteFileError(location: endpoints[earlier].location, message:
-                    "'\(name)' is the jam's own endpoint when a 'clock', 'activity' or 'drums' block is written (at \(jam.location)); give this endpoint another name"))
-            } else {
-                endpointIndex[name] = endpoints.count
-                endpoints.append(EndpointDeclaration(name: name, kind: .jam, location: jam.location))
-            }
+            reserve(JamDeclaration.endpointName, .jam, at: jam.location, as: "the jam's own endpoint",
+                    when: "a 'clock', 'activity' or 'drums' block")
             let sessionName = RouteFileVocabulary.sessionEndpointName
             if let session, endpointIndex[sessionName] == nil {
                 endpointIndex[sessionName] = endpoints.count

@@ -14,21 +14,18 @@ public enum JamTraffic {
 }
 
 /// The stage of the route into the jam: clock, transport and the activity controllers `first` and `second`
-/// (each on its channel) pass; nothing else does.
+/// (each on its channel) pass; nothing else does. The controllers are those `ControllerDrop` keeps off other routes.
 public struct JamInputFilter: RouteStage {
-    private let first: (channel: UInt4, controller: UInt7)
-    private let second: (channel: UInt4, controller: UInt7)
+    private let controllers: ControllerDrop
 
     /// A stage passing clock, transport and controller `first` and controller `second`, each on its channel.
     public init(_ first: (channel: UInt4, controller: UInt7), _ second: (channel: UInt4, controller: UInt7)) {
-        self.first = first
-        self.second = second
+        controllers = ControllerDrop(first, second)
     }
 
     public func apply(_ message: inout MIDIMessage) -> Bool {
-        guard case .controlChange(let channel, let controller, _) = message else { return JamTraffic.isClockOrTransport(message) }
-        return (channel == first.channel && controller == first.controller)
-            || (channel == second.channel && controller == second.controller)
+        guard case .controlChange = message else { return JamTraffic.isClockOrTransport(message) }
+        return !controllers.apply(&message)
     }
 }
 
