@@ -90,6 +90,8 @@ import Testing
         let daemon = try JamBridgeProcess(["run", "--monitor", "--stop-after", "30", file.path])
         defer { daemon.interrupt() }
         #expect(daemon.waitForError(containing: "drums: rock on the built-in kit through 'null'"), "\(daemon.errorSoFar)")
+        // The drums say so as they are made, before the control socket opens.
+        #expect(daemon.waitForError(containing: "control socket: "), "\(daemon.errorSoFar)")
         let pid = ["--pid", "\(daemon.pid)"]
         #expect(try jambridge(["start"] + pid).status == 0)
         Thread.sleep(forTimeInterval: 1.5)
