@@ -119,6 +119,19 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         _ = schedule(.stop, at: time, emit: emit)
     }
 
+    /// Takes back the ticks handed out that fall after `time` (handed out ahead, not yet played): `ticks` hands them
+    /// out again, and a Stop goes at `time`, not after them. Returns true if it took any back.
+    public mutating func withdraw(after time: MonotonicInstant) -> Bool {
+        guard isRunning, lastScheduled > time else { return false }
+        var withdrew = false
+        while position > anchorTick, tickTime(position - 1) > time {
+            position -= 1
+            withdrew = true
+        }
+        lastScheduled = max(time, position > anchorTick ? tickTime(position - 1) : anchorTime)
+        return withdrew
+    }
+
     /// Hands out every tick due before `horizon`, in order.
     public mutating func ticks(until horizon: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
         while isRunning {

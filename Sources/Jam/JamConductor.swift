@@ -39,6 +39,9 @@ public enum JamOutput: Equatable, Sendable {
     /// A transport message was stamped earlier than the network could have taken to bring it: it counts as sent at
     /// its arrival (counted).
     case backdated(MIDIMessage, from: ClockSource, seconds: Double)
+    /// The ticks delivered ahead (`fire(now:ahead:)`) that fall after the instant are taken back: the rhythm stopped,
+    /// restarted or changed hands, and what follows must not meet the old song's ticks.
+    case withdraw(after: MonotonicInstant)
 }
 
 /// What someone asks of the running daemon (`jambridge start|stop|tempo`, OSC `/jambridge/...`).
@@ -186,6 +189,7 @@ public struct JamConductor: Sendable {
                 emit(.refused(message, from: source, master: election.master))
                 return true
             }
+            if command != .songPosition { withdrawAhead(now: arrival, emit: emit) }
             // A Stop goes out before what follows it (an heir's Start); a winning Start after what it ends.
             if message != .stop, let change = verdict.change { handle(change, now: arrival, emit: emit) }
             _ = follower.receive(message, arrival: arrival, senderTime: senderTime)
@@ -220,6 +224,7 @@ public struct JamConductor: Sendable {
             let master = election.master.map { "\($0) leads" } ?? "the clock policy does not let this instance lead"
             return .failure(JamRefusal(reason: "refused: \(master)"))
         }
+        if transport != .tempo { withdrawAhead(now: now, emit: emit) }
         // A start that leads is started by `handle`; a start while leading restarts the song.
         let startedAlready = verdict.change.map { $0.master == instance } ?? false
         if let change = verdict.change { handle(change, now: now, emit: emit) }
@@ -256,10 +261,11 @@ public struct JamConductor: Sendable {
         return admitted
     }
 
-    /// Hands out what is due by `now`: the generator's ticks, ticks from the follower's timeline, the total; and
-    /// notices a master whose clock fell silent.
-    public mutating func fire(now: MonotonicInstant, emit: (JamOutput) -> Void) {
-        let horizon = now.advanced(byNanoseconds: Self.earlyTolerance)
+    /// Hands out what is due by `now`: the generator's ticks and ticks from the follower's timeline until `ahead`
+    /// nanoseconds later (each at its own time, for outputs that send it then), the total; and notices a master whose
+    /// clock fell silent.
+    public mutating func fire(now: MonotonicInstant, ahead: UInt64 = 0, emit: (JamOutput) -> Void) {
+        let horizon = now.advanced(byNanoseconds: ahead + Self.earlyTolerance)
         generator.ticks(until: horizon) { Self.send($0, emit: emit) }
         if let master = election.master, master != instance, follower.isSilent(now: now) {
             follower.stop()
@@ -274,15 +280,27 @@ public struct JamConductor: Sendable {
         }
     }
 
-    /// When `fire` is next needed; nil when nothing is due until a message arrives.
-    public var nextDeadline: MonotonicInstant? {
-        var deadlines = [generator.nextTickTime, totalDue]
+    /// When `fire` is next needed, handing ticks out `ahead` nanoseconds before they are due; nil when nothing is due
+    /// until a message arrives.
+    public func nextDeadline(ahead: UInt64 = 0) -> MonotonicInstant? {
+        let early = { (tick: MonotonicInstant?) in tick.map { MonotonicInstant(nanoseconds: $0.nanoseconds - min(ahead, $0.nanoseconds)) } }
+        var deadlines = [early(generator.nextTickTime), totalDue]
         if let master = election.master, master != instance { deadlines.append(follower.silenceDeadline) }
         if case .peer? = election.master, follower.isRunning {
             // Before the second tick there is no timeline yet: the next tick's arrival fires.
-            deadlines.append((regenerated.map { $0 + 1 } ?? follower.songTick).flatMap { follower.time(atTick: Double($0)) })
+            deadlines.append(early((regenerated.map { $0 + 1 } ?? follower.songTick).flatMap { follower.time(atTick: Double($0)) }))
         }
         return deadlines.compactMap { $0 }.min()
+    }
+
+    /// Takes back what was handed out ahead of `now` (`fire(now:ahead:)`): the generator's ticks and the follower's.
+    private mutating func withdrawAhead(now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        var withdrew = generator.withdraw(after: now)
+        if case .peer? = election.master, let last = regenerated, let time = follower.time(atTick: Double(last)), time > now {
+            regenerated = nil // what comes next (a new song, a new master) starts the follower's ticks again
+            withdrew = true
+        }
+        if withdrew { emit(.withdraw(after: now)) }
     }
 
     /// The clock outputs get the follower's ticks due by `horizon`, each at its predicted time.
@@ -305,6 +323,7 @@ public struct JamConductor: Sendable {
     /// winner's clock carries the song), a takeover continues the song, and a master that took the lead from a
     /// start refused earlier (its Start was dropped then) starts now.
     private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        withdrawAhead(now: now, emit: emit)
         emit(.changed(change))
         regenerated = nil
         if change.role == .master {

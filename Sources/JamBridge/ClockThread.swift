@@ -7,9 +7,10 @@ import MIDI
 import Synchronization
 import Transport
 
-/// The jam's timer (and the drums'): a thread of its own that sleeps until the next deadline on the monotonic clock
-/// (clock_nanosleep with TIMER_ABSTIME, so a late wake-up never shifts the deadlines after it) and then calls
-/// `fire`, which hands out what is due and returns the next deadline. It runs at its role's real-time priority
+/// The thread that sends the jam's clock to the session at its time (`TimedDatagrams`), and the drums' timer: a
+/// thread of its own that sleeps until the next deadline on the monotonic clock (clock_nanosleep with TIMER_ABSTIME,
+/// so a late wake-up never shifts the deadlines after it) and then calls `fire`, which hands out what is due and
+/// returns the next deadline. It runs at its role's real-time priority
 /// (SCHED_FIFO) where the system allows, so other work on the machine delays a tick less; where it does not,
 /// it says so once and runs at normal priority.
 ///
@@ -29,9 +30,9 @@ final class ClockThread: Sendable {
         /// What jitters more at normal priority.
         var jitters: String
 
-        /// The jam's clock.
+        /// The jam's clock to the session.
         static let clock = Role(name: "clock", priority: ClockThread.priority,
-                                withoutIt: "for the jam's clock: it sends no clock and no total", jitters: "clock ticks")
+                                withoutIt: "for the jam's clock: its ticks to the session's peers stay unsent", jitters: "clock ticks")
     }
 
     /// Deadlines further than this are waited for on the semaphore first.

@@ -44,6 +44,11 @@ public protocol SinkEndpoint: AnyObject, Sendable {
     func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients)
     /// The player `origin`, called `name`, went away (`EventSink.player(_:named:)`); nothing to do by default.
     func playerLeft(_ origin: EventOrigin, named name: String)
+    /// True if it sends a message stamped ahead at its time (the session through its lane, an ALSA port through the
+    /// kernel's queue); the jam then hands it the clock's ticks ahead, and holds them for the others until due.
+    var takesAhead: Bool { get }
+    /// Takes back what it was handed stamped after `time` and has not sent (the jam's song stopped or changed hands).
+    func withdraw(after time: MonotonicInstant)
     /// Finishes: the engine has released every held note to it and will deliver nothing more.
     func stop()
 }
@@ -54,4 +59,8 @@ extension SinkEndpoint {
     }
 
     public func playerLeft(_ origin: EventOrigin, named name: String) {}
+
+    public var takesAhead: Bool { false }
+
+    public func withdraw(after time: MonotonicInstant) {}
 }

@@ -147,6 +147,16 @@ public final class Engine: EventSink, @unchecked Sendable {
         }
     }
 
+    /// True if the sink `id` sends what is stamped ahead at its time (`SinkEndpoint.takesAhead`); on the queue.
+    func takesAhead(_ id: EndpointID) -> Bool {
+        Int(id.index) < sinks.count && sinks[Int(id.index)]?.takesAhead == true
+    }
+
+    /// Has the sinks `ids` take back what they were handed stamped after `time` and have not sent; on the queue.
+    func withdraw(after time: MonotonicInstant, from ids: [EndpointID]) {
+        for id in ids where Int(id.index) < sinks.count { sinks[Int(id.index)]?.withdraw(after: time) }
+    }
+
     /// The name of the endpoint `id` (the jam's players are named by it); on the queue.
     func name(_ id: EndpointID) -> String {
         Int(id.index) < names.count ? names[Int(id.index)] ?? id.description : id.description

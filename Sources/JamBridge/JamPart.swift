@@ -8,9 +8,12 @@ import RouteFile
 /// The jam (`clock:`, `activity:`): the `JamConductor` on the engine's queue, an endpoint like any other (`jam`).
 /// Its sink is the end of the route from every source (RouteConfiguration.jamRoutes): clock, transport and activity
 /// levels come to it with their sender times and players; its source enters the routes to the session and to each
-/// clock output under IDs of their own, so that it picks where each message goes. A `ClockThread` times it. It
-/// keeps its state through a reload that leaves its settings as they are (the outputs may change). It offers its
-/// song, read-only (`song()`), to the parts that play along it: the drums.
+/// clock output under IDs of their own, so that it picks where each message goes. A timer on the engine's queue
+/// hands the clock's ticks out `lead` ahead of their time to the outputs that send at a message's time
+/// (`SinkEndpoint.takesAhead`: the session's lane, ALSA's queue), so that nothing that holds the engine's queue then
+/// makes a tick late; the others get them when due. It keeps its state through a reload that leaves its settings
+/// as they are (the outputs may change). It offers its song, read-only (`song()`), to the parts that play along it:
+/// the drums.
 final class JamPart: Part, @unchecked Sendable { // the conductor and what it sends to: on the engine's queue
     private var declaration: JamDeclaration
     private let logger: Logger
@@ -20,11 +23,18 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// The `jam` endpoint: what the engine routes to the jam, and what the jam sends.
     private let input = JamSink(), output = JamSource()
     /// The jam's routes to the session and to each clock output that runs, by the sink's name, with the IDs it
-    /// enters them under.
-    private var routes: [(sink: String, isSession: Bool, id: EndpointID)] = []
-    private var clock: ClockThread?
-    /// The deadline the clock thread sleeps towards: an event that makes something due earlier wakes it.
-    private var sleepingUntil: MonotonicInstant?
+    /// enters them under, the sink's ID and whether it takes ticks ahead.
+    private var routes: [(sink: String, isSession: Bool, id: EndpointID, sinkID: EndpointID?, ahead: Bool)] = []
+    /// Ticks for outputs that do not take them ahead, by time, until due.
+    private var waiting: [MIDIEvent] = []
+    private var timer: DispatchSourceTimer?
+    /// When the timer is set for: something due earlier sets it again.
+    private var timerDue: MonotonicInstant?
+    /// How long before its time a tick is handed out: longer than the engine's queue is held or its thread kept
+    /// from running on a busy machine (up to some 85 ms measured, BENCHMARKS.md). What the jam withdraws when the
+    /// song stops or changes hands is never played, so it costs no latency: a Stop, a tempo or a new master's Start
+    /// acts as soon as before.
+    static let lead: UInt64 = 100_000_000
     private var refusals = 0
     /// Changes of clock master logged in the current `changeLogWindow`, and those left out (summed up in one line).
     private var changeLog = (since: MonotonicInstant(nanoseconds: 0), shown: 0, left: 0)
@@ -62,9 +72,18 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         let engine = wiring.engine
         self.engine = engine
         let identity = wiring.identity() // the session's, which it answers on the engine's queue
-        engine.queue.sync { attach(wiring, as: identity) }
-        if clock == nil {
-            clock = ClockThread(logger: logger) { [unowned self] now in engine.queue.sync { fire(now) } }
+        engine.queue.sync {
+            attach(wiring, as: identity)
+            if timer == nil {
+                let timer = DispatchSource.makeTimerSource(queue: engine.queue)
+                timer.setEventHandler { [weak self] in
+                    self?.timerDue = nil
+                    self?.fire(MonotonicClock.now())
+                }
+                timer.resume()
+                self.timer = timer
+            }
+            fire(MonotonicClock.now())
         }
     }
 
@@ -73,7 +92,9 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         let name = JamDeclaration.endpointName
         routes = wiring.configuration.allRoutes.enumerated().compactMap { index, route in
             guard route.from == [name], let sink = route.to.first, let id = wiring.routeIDs[name]?[index] else { return nil }
-            return (sink, wiring.configuration.endpoints.contains { $0.name == sink && $0.kind == .session }, id)
+            let sinkID = wiring.ids[sink]
+            return (sink, wiring.configuration.endpoints.contains { $0.name == sink && $0.kind == .session }, id, sinkID,
+                    sinkID.map(wiring.engine.takesAhead) ?? false)
         }
         guard conductor == nil else { return }
         let identity = identity ?? (ssrc: UInt32.random(in: 1...UInt32.max), name: "jambridge")
@@ -99,13 +120,14 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             if conductor?.generator.isRunning == true { _ = jam(.stop) }
             summarizeChanges()
             routes = []
+            waiting = []
         }
     }
 
     /// Stops the timer.
     func stop() {
-        clock?.stop()
-        clock = nil
+        timer?.cancel()
+        timer = nil
     }
 
     /// Carries out the jam's commands (`jambridge start|stop|tempo` or OSC), on the engine's queue.
@@ -130,14 +152,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         let now = MonotonicClock.now()
         let overRateBefore = conductor!.counters.transportOverRate
         // A Start's first tick (and the total a new master sends) is due at once: it goes out with it, in the same
-        // packet, not when the clock thread next wakes nor after the log lines of the change.
+        // packet, not when the timer next fires nor after the log lines of the change.
         let result = drive { conductor, emit in
             let result = conductor.perform(command, now: now, emit: emit)
-            conductor.fire(now: now, emit: emit)
+            conductor.fire(now: now, ahead: Self.lead, emit: emit)
             return result
         }
-        _ = fire(now)
-        clock?.wake()
+        fire(now)
         switch result {
         case .success(let text): logger.info("jam: \(command): \(text)")
         case .failure(let refusal):
@@ -182,13 +203,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     fileprivate func playerLeft(_ origin: EventOrigin, named name: String) {
         guard conductor != nil, let ssrc = origin.networkPeer else { return }
         drive { $0.peerLeft(ssrc: ssrc, name: name, now: MonotonicClock.now(), emit: $1) }
-        wakeIfEarlier()
+        scheduleTimer(now: MonotonicClock.now())
     }
 
     private func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
                          senderTime: MonotonicInstant?, roundTrip: UInt64?) {
         drive { _ = $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, roundTrip: roundTrip, emit: $1) }
-        wakeIfEarlier()
+        scheduleTimer(now: arrival)
     }
 
     /// Runs `body` on the conductor and carries out what it emits; returns what `body` returns.
@@ -200,42 +221,64 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         return result
     }
 
-    /// Wakes the clock thread if something is now due before the deadline it sleeps towards.
-    private func wakeIfEarlier() {
-        if let next = conductor!.nextDeadline, sleepingUntil.map({ next < $0 }) ?? true {
-            sleepingUntil = next
-            clock?.wake()
-        }
+    /// Sets the timer for the next deadline, if earlier than the one it is set for: the conductor's, `lead` ahead,
+    /// or a waiting tick's. Never sooner than 100 µs from `now`, so that it never spins.
+    private func scheduleTimer(now: MonotonicInstant) {
+        guard let timer, let next = [conductor?.nextDeadline(ahead: Self.lead), waiting.first?.time].compactMap({ $0 }).min(),
+              timerDue.map({ next < $0 }) ?? true else { return }
+        timerDue = next
+        let wait = max(Int64(next.nanoseconds) - Int64(now.nanoseconds), 100_000)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)), leeway: .microseconds(50))
     }
 
-    /// What the clock thread calls at each deadline: hands out what is due, returns the next deadline.
-    private func fire(_ now: MonotonicInstant) -> MonotonicInstant? {
-        guard conductor != nil else { return nil }
-        drive { $0.fire(now: now, emit: $1) }
+    /// What the timer calls at each deadline: hands out the ticks waiting for their time, and what falls due within
+    /// `lead`.
+    private func fire(_ now: MonotonicInstant) {
+        guard conductor != nil, let engine else { return }
+        let due = waiting.prefix { $0.time.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance }
+        if !due.isEmpty {
+            waiting.removeFirst(due.count)
+            engine.routeBatch { for event in due { engine.routeOnQueue(event) } }
+        }
+        drive { $0.fire(now: now, ahead: Self.lead, emit: $1) }
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
             shownTempo = tempo
             monitor.note("tempo \((tempo * 10).rounded() / 10) BPM", at: now)
         }
-        // Whatever the conductor says, the thread (at real-time priority) never spins: 100 µs at least between calls.
-        sleepingUntil = conductor!.nextDeadline.map { max($0, now.advanced(byNanoseconds: 100_000)) }
-        return sleepingUntil
+        timerDue = nil
+        scheduleTimer(now: now)
     }
 
     /// Sends what `outputs` deliver, through the jam's routes and in one batch (what goes to the session at one
-    /// instant leaves in one packet), then logs what they say: a Start never waits behind a log line.
+    /// instant leaves in one packet): to an output that takes it ahead at once, to the others when due. Then logs
+    /// what they say: a Start never waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
         guard let engine else { return }
+        let now = MonotonicClock.now()
         engine.routeBatch {
-            for case .deliver(let delivery) in outputs {
-                for route in routes where route.isSession ? delivery.toSession : delivery.toLocal && route.sink != delivery.except {
-                    engine.routeOnQueue(MIDIEvent(delivery.message, from: route.id, at: delivery.time))
+            for output in outputs {
+                switch output {
+                case .deliver(let delivery):
+                    for route in routes where route.isSession ? delivery.toSession : delivery.toLocal && route.sink != delivery.except {
+                        let event = MIDIEvent(delivery.message, from: route.id, at: delivery.time)
+                        if route.ahead || delivery.time.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
+                            engine.routeOnQueue(event)
+                        } else {
+                            waiting.insert(event, at: waiting.firstIndex { $0.time > event.time } ?? waiting.endIndex)
+                        }
+                    }
+                case .withdraw(let time):
+                    waiting.removeAll { $0.time > time }
+                    engine.withdraw(after: time, from: routes.filter(\.ahead).compactMap(\.sinkID))
+                default:
+                    break
                 }
             }
         }
         for output in outputs {
             switch output {
-            case .deliver:
+            case .deliver, .withdraw:
                 break
             case .changed(let change):
                 log(change)

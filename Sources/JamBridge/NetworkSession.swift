@@ -45,6 +45,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     private var advertisedName: String?
     /// Bonjour sessions we invite, by name, at the address we invite.
     private var discovered: [String: NetworkAddress] = [:]
+    /// Where clock and transport prepared ahead wait for their time; made for the first (see `send`).
+    private var lane: TimedDatagrams?
+    /// Clock and transport stamped further ahead than this are prepared now and sent at their time by the lane.
+    static let aheadThreshold: UInt64 = 1_000_000
 
     /// Binds the session's ports; nothing is received or sent until `start`.
     init(settings: SessionSettings, logger: Logger) throws(TransportError) {
@@ -199,6 +203,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
             advertiser?.cancel()
             browser?.cancel()
             runner.stop()
+            lane?.stop()
+            if let failures = lane?.failures.load(ordering: .relaxed), failures > 0 {
+                logger.warning("session '\(configuration.name)': \(counted(failures, "clock datagram")) refused by the kernel")
+            }
             let c = session.counters
             logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.badClockSyncs) clock syncs with impossible round trips, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
         }
@@ -208,16 +216,29 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     // MARK: Sending (on the engine's queue, from sinks)
 
-    /// Queues `message` for the `recipients` among every peer, or among the peers whose name matches `glob`.
+    /// Queues `message` for the `recipients` among every peer, or among the peers whose name matches `glob`. Clock
+    /// and transport stamped ahead (the jam's ticks) are prepared now and leave at their time from the lane's thread.
     func send(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients, matching glob: NameGlob?) {
         guard runner?.session != nil else { return }
-        if let glob {
-            guard let ssrcs = peersOfGlob[glob.pattern], !ssrcs.isEmpty else { return }
-            session.send(message, at: time) { ssrcs.contains($0.ssrc) && recipients.include(.networkPeer(ssrc: $0.ssrc)) }
+        let ssrcs = glob.map { peersOfGlob[$0.pattern] ?? [] }
+        if ssrcs?.isEmpty == true { return }
+        let accepting = { (peer: PeerInfo) in (ssrcs?.contains(peer.ssrc) ?? true) && recipients.include(.networkPeer(ssrc: peer.ssrc)) }
+        if message.isClockOrTransport, time.nanoseconds > MonotonicClock.now().nanoseconds + Self.aheadThreshold {
+            if lane == nil {
+                lane = TimedDatagrams(ports: ports, logger: logger)
+                session.lane = lane
+            }
+            session.sendAhead(message, at: time, to: accepting)
         } else {
-            session.send(message, at: time) { recipients.include(.networkPeer(ssrc: $0.ssrc)) }
+            session.send(message, at: time, to: accepting)
         }
         scheduleFlush()
+    }
+
+    /// Takes back the clock and transport prepared ahead that are due after `time` (the jam's song stopped or
+    /// changed hands).
+    func withdraw(after time: MonotonicInstant) {
+        session.withdrawAhead(after: time)
     }
 
     /// Everything routed in this batch, or this turn of the queue, leaves in one packet per peer (a
@@ -242,7 +263,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
         guard let sink else { return }
-        if JamTraffic.isClockOrTransport(message) { followClock(message, of: peer, at: time) }
+        if message.isClockOrTransport { followClock(message, of: peer, at: time) }
         let origin = EventOrigin.networkPeer(ssrc: peer.ssrc)
         // The clock sync's round trip (100 µs ticks) bounds how long the peer's messages can have been on the way.
         let sent = senderTime.map { SenderTime($0, roundTrip: peer.clock.map { UInt64(max(0, $0.roundTrip)) * 100_000 }) }
@@ -297,6 +318,12 @@ final class SessionSink: SinkEndpoint, @unchecked Sendable {
 
     func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
         session.send(message, at: time, to: recipients, matching: glob)
+    }
+
+    var takesAhead: Bool { true }
+
+    func withdraw(after time: MonotonicInstant) {
+        session.withdraw(after: time)
     }
 
     func stop() {}

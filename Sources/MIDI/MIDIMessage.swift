@@ -53,6 +53,14 @@ extension MIDIMessage {
         }
     }
 
+    /// True for a clock tick and for transport (Start, Stop, Continue, Song Position): what a song's clock sends.
+    @inlinable public var isClockOrTransport: Bool {
+        switch self {
+        case .timingClock, .start, .stop, .continue, .songPosition: true
+        default: false
+        }
+    }
+
     /// True for a note-off and for a note-on with velocity 0.
     @inlinable public var isNoteOff: Bool {
         switch self {

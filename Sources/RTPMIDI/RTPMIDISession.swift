@@ -89,6 +89,8 @@ public final class RTPMIDISession {
     public private(set) var ssrc: UInt32
     /// What has been counted.
     public private(set) var counters = SessionCounters()
+    /// Where packets prepared ahead wait for their time (`sendAhead`); without one, they leave when prepared.
+    public var lane: (any PacketLane)?
 
     private unowned let delegate: RTPMIDISessionDelegate
     private let random: () -> UInt32
@@ -147,7 +149,10 @@ public final class RTPMIDISession {
         case .bye(let h): bye(h, from: address, now: now)
         case .clockSync(let ck): clockSync(ck, from: address, now: now)
         case .receiverFeedback(let ssrc, let sequence):
-            (peer(ssrc) ?? returned(ssrc, from: address, now: now))?.sender.confirm(sequence)
+            guard let peer = peer(ssrc) ?? returned(ssrc, from: address, now: now) else { return }
+            peer.sender.confirm(sequence)
+            // A sender put back when packets are taken back keeps what the peer confirmed meanwhile.
+            for index in peer.ahead.indices { peer.ahead[index].senderBefore.confirm(sequence) }
         case .ignored:
             break
         }
@@ -515,18 +520,103 @@ public final class RTPMIDISession {
         }
     }
 
+    /// Prepares `message`, a clock or transport message due at `time`, for every connected peer (or only those
+    /// `accepting`) now, and posts the packets to the lane, which sends them at `time`: a clock output that leaves on
+    /// time whatever holds this session's thread then. A packet sent to a peer before that takes its prepared
+    /// packets back and they are prepared again after it, so that the peer's sequence numbers keep their order.
+    /// Anything else, or without a lane, is `send`.
+    public func sendAhead(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: (PeerInfo) -> Bool = { _ in true }) {
+        guard lane != nil, message.isClockOrTransport else { return send(message, at: time, to: accepting) }
+        for peer in peers.values where accepting(peer.info) {
+            let packet = AheadPacket(message: message, time: time, senderBefore: peer.sender)
+            // Behind what is queued to leave now (a Start, its first tick and the total: one packet), posted at `flush`.
+            if !peer.sender.isEmpty || !peer.withdrawn.isEmpty { peer.withdrawn.append(packet) } else { post(packet, to: peer) }
+        }
+    }
+
+    /// Takes back the packets prepared ahead that are due after `time` (the song they belong to stopped or changed
+    /// hands); those due by then leave as prepared.
+    public func withdrawAhead(after time: MonotonicInstant) {
+        for peer in peers.values {
+            peer.withdrawn = takeBackAhead(peer).filter { $0.time <= time }
+            repostWithdrawn(peer)
+        }
+    }
+
     /// Sends every queued message now; while a peer's journal is unconfirmed, a journal-only
     /// packet follows if nothing else is sent for a while (see `guardPacketDelay`).
     public func flush() {
-        for peer in peers.values where !peer.sender.isEmpty { flush(peer) }
+        for peer in peers.values where !peer.sender.isEmpty || !peer.withdrawn.isEmpty { flush(peer) }
     }
 
     private func flush(_ peer: SessionPeer) {
-        withSender(of: peer) { sender, send in sender.flush(send) }
+        if !peer.sender.isEmpty {
+            withSender(of: peer) { sender, send in sender.flush(send) }
+            if peer.sender.hasUnconfirmedHistory {
+                peer.guardInterval = configuration.guardPacketDelay
+                peer.guardDue = lastSendTime.advanced(byNanoseconds: peer.guardInterval)
+            }
+        }
+        repostWithdrawn(peer)
+    }
+
+    /// Prepares `packet` for `peer` and posts it to the lane (sent at once if the lane is full).
+    private func post(_ packet: AheadPacket, to peer: SessionPeer) {
+        var packet = packet
+        packet.senderBefore = peer.sender
+        packet.tickets = [] // posted again after being taken back: the old tickets are done
+        pruneAhead(peer)
+        let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(packet.time))
+        let overflows = peer.sender.journalOverflows
+        let post = { (bytes: UnsafeRawBufferPointer) in
+            self.counters.packetsSent += 1
+            if let ticket = self.lane?.post(bytes, to: peer.dataAddress, at: packet.time) {
+                packet.tickets.append(ticket)
+            } else {
+                self.delegate.session(send: bytes, from: .data, to: peer.dataAddress)
+            }
+        }
+        peer.sender.append(packet.message, tick: tick, post)
+        peer.sender.flush(post)
+        counters.journalOverflows += peer.sender.journalOverflows - overflows
+        peer.ahead.append(packet)
+        // Its journal goes at its time: a guard packet is due only if nothing follows it for a while.
         if peer.sender.hasUnconfirmedHistory {
             peer.guardInterval = configuration.guardPacketDelay
-            peer.guardDue = lastSendTime.advanced(byNanoseconds: peer.guardInterval)
+            peer.guardDue = packet.time.advanced(byNanoseconds: peer.guardInterval)
         }
+    }
+
+    /// Posts again, in order, the packets taken back for one sent before them.
+    private func repostWithdrawn(_ peer: SessionPeer) {
+        let withdrawn = peer.withdrawn
+        peer.withdrawn = []
+        for packet in withdrawn { post(packet, to: peer) }
+    }
+
+    /// Forgets the packets the lane is done with, from the oldest.
+    private func pruneAhead(_ peer: SessionPeer) {
+        guard let lane else { return }
+        let done = peer.ahead.prefix { $0.tickets.allSatisfy(lane.isDone) }.count
+        peer.ahead.removeFirst(done)
+    }
+
+    /// Takes back `peer`'s prepared packets that have not left, newest first (so that none leaves after a later one
+    /// was taken back), and puts its sender back as it was before the oldest of them. Returns them, oldest first.
+    private func takeBackAhead(_ peer: SessionPeer) -> [AheadPacket] {
+        guard let lane, !peer.ahead.isEmpty else { return [] }
+        var first = peer.ahead.count
+        taking: while first > 0 {
+            for ticket in peer.ahead[first - 1].tickets.reversed() {
+                guard lane.takeBack(ticket) else { break taking }
+                counters.packetsSent -= 1
+            }
+            first -= 1
+        }
+        let taken = Array(peer.ahead[first...])
+        if let oldest = taken.first { peer.sender = oldest.senderBefore }
+        peer.ahead = []
+        return taken
     }
 
     /// Sends `peer` now the releases routed while it was away.
@@ -543,9 +633,11 @@ public final class RTPMIDISession {
         flush(peer)
     }
 
-    /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows.
+    /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows; packets prepared
+    /// ahead and not sent yet are taken back first (`flush` posts them again).
     private func withSender(of peer: SessionPeer,
                             _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
+        if !peer.ahead.isEmpty { peer.withdrawn += takeBackAhead(peer) }
         let overflows = peer.sender.journalOverflows
         body(&peer.sender) { packet in sendRTP(packet, to: peer) }
         counters.journalOverflows += peer.sender.journalOverflows - overflows
@@ -722,6 +814,8 @@ public final class RTPMIDISession {
 
     private func remove(_ peer: SessionPeer, reason: PeerLeaveReason, now: MonotonicInstant) {
         peers[peer.info.ssrc] = nil
+        _ = takeBackAhead(peer)
+        peer.withdrawn = []
         if followedPeer == peer.info.ssrc { followedPeer = nil }
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
         peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now, senderTime: nil) }

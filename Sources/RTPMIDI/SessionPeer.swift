@@ -202,6 +202,11 @@ final class SessionPeer {
     var guardInterval: UInt64 = 0
     /// The peer's clock from the CK exchanges so far.
     private var clockEstimate = ClockOffsetEstimate()
+    /// Packets prepared ahead and posted to the session's lane, oldest first, until the lane is done with them.
+    var ahead: [AheadPacket] = []
+    /// Packets prepared ahead and taken back so that one sent now does not overtake them, or prepared while one was
+    /// queued to leave now: posted after it.
+    var withdrawn: [AheadPacket] = []
 
     /// Notes that our CK with timestamp `ticks`, asking for an answer, goes now.
     func syncSent(ticks: UInt64) {

@@ -139,7 +139,7 @@ public final class Router {
         for routeIndex in graph.routesBySource[source] {
             let route = graph.routes[routeIndex]
             var message = event.message
-            guard route.carriesClockAndTransport || !JamTraffic.isClockOrTransport(message),
+            guard route.carriesClockAndTransport || !message.isClockOrTransport,
                   passes(&message, through: route) else { continue }
             let left = route.echo ? EventOrigin.none : event.origin
             let output = HeldTable.heldOutput(of: message)

@@ -9,6 +9,8 @@ final class ConductorHarness {
     var conductor: JamConductor
     var outputs: [(output: JamOutput, at: MonotonicInstant)] = []
     var now: MonotonicInstant
+    /// How far ahead of their time `fire` hands ticks out (the daemon's `JamPart.lead`).
+    var ahead: UInt64 = 0
 
     init(name: String, ssrc: UInt32, policy: ElectionConfiguration.Policy = .firstStart,
          onMasterLost: ElectionConfiguration.MasterLost = .stop, now: MonotonicInstant) {
@@ -41,7 +43,7 @@ final class ConductorHarness {
     /// Calls `fire` at every deadline before `time`, as the clock thread does.
     func run(until time: MonotonicInstant) {
         var calls = 0
-        while let deadline = conductor.nextDeadline, deadline <= time {
+        while let deadline = conductor.nextDeadline(ahead: ahead), deadline <= time {
             calls += 1
             guard calls < 100_000 else {
                 Issue.record("fire makes no progress at \(deadline)")
@@ -49,7 +51,7 @@ final class ConductorHarness {
             }
             now = max(now, deadline)
             var emitted: [JamOutput] = []
-            conductor.fire(now: now) { emitted.append($0) }
+            conductor.fire(now: now, ahead: ahead) { emitted.append($0) }
             outputs += emitted.map { ($0, now) }
         }
         now = max(now, time)
@@ -70,6 +72,55 @@ final class ConductorHarness {
     let peer = JamSender.peer(ssrc: 0x5000, name: "rack")
     let drums = JamSender.local(endpoint: "drums", origin: .sequencerPort(client: 20, port: 0))
     let period = MIDIClock.tickPeriod(bpm: 120)
+
+    /// What the outputs play of `harness`'s deliveries: those handed out ahead and then withdrawn are not.
+    func played(_ harness: ConductorHarness) -> [JamDelivery] {
+        var played: [JamDelivery] = []
+        for (output, _) in harness.outputs {
+            switch output {
+            case .deliver(let delivery): played.append(delivery)
+            case .withdraw(let time): played.removeAll { $0.time > time }
+            default: break
+            }
+        }
+        return played
+    }
+
+    /// Ticks go out 100 ms before their time; a stop takes back those after it, so the Stop comes at the command
+    /// and no tick after it; a start while the song runs restarts it the same way, with one Start.
+    @Test func ticksHandedOutAheadAreWithdrawnWhenTheSongStopsOrRestarts() throws {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x1000, now: start)
+        jam.ahead = 100_000_000
+        _ = jam.perform(.start, at: at(0))
+        jam.run(until: at(0.99))
+        let handedAhead = jam.outputs.compactMap { output, at -> Double? in
+            guard case .deliver(let delivery) = output, delivery.message == .timingClock else { return nil }
+            return delivery.time.nanoseconds(since: at)
+        }
+        #expect(handedAhead.max() ?? 0 > 90_000_000, "ticks are handed out up to 100 ms ahead")
+        _ = jam.perform(.stop, at: at(0.99))
+        let stopAt = try #require(jam.outputs.firstIndex { if case .deliver(let d) = $0.output { d.message == .stop } else { false } })
+        let withdrawAt = try #require(jam.outputs.firstIndex { if case .withdraw = $0.output { true } else { false } })
+        #expect(withdrawAt < stopAt)
+        var song = played(jam)
+        #expect(song.last?.message == .stop)
+        #expect(song.last?.time == at(0.99))
+        #expect(song.filter { $0.message == .timingClock }.count == 48, "ticks 0-47, the last at 0.979 s")
+        #expect(song.allSatisfy { $0.time <= at(0.99) })
+
+        _ = jam.perform(.start, at: at(2))
+        jam.run(until: at(2.51))
+        _ = jam.perform(.start, at: at(2.51))
+        jam.run(until: at(3))
+        song = played(jam)
+        let second = song.filter { $0.time >= at(2) }
+        #expect(second.filter { $0.message == .start }.map(\.time) == [at(2), at(2.51)])
+        let beforeRestart = second.filter { $0.message == .timingClock && $0.time < at(2.51) }
+        #expect(beforeRestart.count == 25, "ticks 0-24 of the first start (the last at 2.5 s), none after the restart")
+        let ticks = second.filter { $0.message == .timingClock && $0.time >= at(2.51) }.map(\.time)
+        #expect(ticks.first == at(2.51))
+        #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $1.nanoseconds(since: $0) > 0 }, "each tick once, in order")
+    }
 
     /// A peer leads: its Start reaches the clock outputs, and their ticks are made from its timeline, each within
     /// a millisecond of when the master meant it although the packets came 0-10 ms late; nothing goes back to the session.

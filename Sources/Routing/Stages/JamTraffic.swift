@@ -1,18 +1,5 @@
 import MIDI
 
-/// What the jam takes from the routes while it runs: clock and transport (Start, Stop, Continue, Song Position)
-/// go to it alone (`CompiledRoute.carriesClockAndTransport`); its two activity controllers go to it and, on routes
-/// that ask (`control: true`), on.
-public enum JamTraffic {
-    /// True if `message` is a clock tick or transport.
-    @inlinable public static func isClockOrTransport(_ message: MIDIMessage) -> Bool {
-        switch message {
-        case .timingClock, .start, .stop, .continue, .songPosition: true
-        default: false
-        }
-    }
-}
-
 /// The stage of the route into the jam: clock, transport and the activity controllers `first` and `second`
 /// (each on its channel) pass; nothing else does. The controllers are those `ControllerDrop` keeps off other routes.
 public struct JamInputFilter: RouteStage {
@@ -24,7 +11,7 @@ public struct JamInputFilter: RouteStage {
     }
 
     public func apply(_ message: inout MIDIMessage) -> Bool {
-        guard case .controlChange = message else { return JamTraffic.isClockOrTransport(message) }
+        guard case .controlChange = message else { return message.isClockOrTransport }
         return !controllers.apply(&message)
     }
 }

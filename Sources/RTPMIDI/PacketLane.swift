@@ -1,0 +1,26 @@
+import MIDI
+import Transport
+
+/// Where RTP-MIDI packets prepared before they are due wait for their time (`RTPMIDISession.sendAhead`): another
+/// thread sends each at its time, unless the session takes it back first. The session uses it from its one
+/// thread or queue; the lane's sender may be a real-time thread that never waits for that one.
+public protocol PacketLane: AnyObject {
+    /// Hands over `packet` for `address`, to leave at `due`; returns its ticket, or nil if the lane is full (the
+    /// session then sends the packet at once).
+    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64?
+    /// Takes back the packet `ticket` unless it has been sent: true if it will never leave. A packet being sent
+    /// as this is called has left when it returns false.
+    func takeBack(_ ticket: UInt64) -> Bool
+    /// True once the packet `ticket` has been sent or taken back.
+    func isDone(_ ticket: UInt64) -> Bool
+}
+
+/// A packet of clock or transport prepared ahead for one peer, and the peer's sender as it was before it: taken back
+/// unsent, the sender is put back as it was, so that the sequence numbers run on without a gap.
+struct AheadPacket {
+    var message: MIDIMessage
+    var time: MonotonicInstant
+    var senderBefore: RTPMIDISender
+    /// The lane's tickets of the packet (two when the journal did not fit with the commands); none if sent at once.
+    var tickets: [UInt64] = []
+}

@@ -1,0 +1,168 @@
+import MIDI
+import MIDITestSupport
+import Testing
+import Transport
+@testable import RTPMIDI
+
+/// A lane on the virtual clock: what is posted waits until `sendDue` hands it to the host's outbox, as the real
+/// lane's thread sends it at its time.
+final class VirtualLane: PacketLane {
+    let host: RecordingHost
+    private var posted: [(bytes: [UInt8], to: NetworkAddress, due: MonotonicInstant, waiting: Bool)] = []
+
+    init(_ host: RecordingHost) { self.host = host }
+
+    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64? {
+        posted.append((Array(packet), address, due, true))
+        return UInt64(posted.count - 1)
+    }
+
+    func takeBack(_ ticket: UInt64) -> Bool {
+        defer { posted[Int(ticket)].waiting = false }
+        return posted[Int(ticket)].waiting
+    }
+
+    func isDone(_ ticket: UInt64) -> Bool { !posted[Int(ticket)].waiting }
+
+    /// Sends what is due by `time`, in the order posted.
+    func sendDue(until time: MonotonicInstant) {
+        for index in posted.indices where posted[index].waiting && posted[index].due <= time {
+            posted[index].waiting = false
+            posted[index].bytes.withUnsafeBytes { host.session(send: $0, from: .data, to: posted[index].to) }
+        }
+    }
+
+    var waiting: Int { posted.filter(\.waiting).count }
+}
+
+@Suite struct AheadTests {
+    /// Two hosts in a session, the first with a virtual lane.
+    private func connected() -> (VirtualNetwork, a: RecordingHost, b: RecordingHost, lane: VirtualLane) {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let b = net.add(2, name: "B", ssrc: 200)
+        a.session.invite(b.address, label: "B", now: net.now)
+        net.deliver()
+        let lane = VirtualLane(a)
+        a.session.lane = lane
+        return (net, a, b, lane)
+    }
+
+    /// The RTP sequence numbers of the MIDI packets `host` sent, in the order they left.
+    private func sequences(_ host: RecordingHost) -> [UInt16] {
+        host.sent.compactMap { datagram in
+            let isSession = datagram.withUnsafeBytes { SessionPacket.isSessionPacket($0) }
+            return isSession || datagram.count < 4 ? nil : UInt16(datagram[2]) << 8 | UInt16(datagram[3])
+        }
+    }
+
+    private func later(_ net: VirtualNetwork, _ milliseconds: UInt64) -> MonotonicInstant {
+        net.now.advanced(byNanoseconds: milliseconds * 1_000_000)
+    }
+
+    /// Ticks prepared ahead wait in the lane; a note sent before they are due takes them back, leaves first, and
+    /// they follow at their time: the peer reads every message once, in order, with no gap or late packet.
+    @Test func aNoteSentBeforeTicksPreparedAheadLeavesFirstAndTheSequenceRunsOn() {
+        let (net, a, b, lane) = connected()
+        let start = net.now
+        a.session.sendAhead(.timingClock, at: later(net, 20))
+        a.session.sendAhead(.timingClock, at: later(net, 40))
+        net.deliver()
+        #expect(b.received.isEmpty)
+        #expect(lane.waiting == 2)
+
+        lane.sendDue(until: later(net, 20))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock])
+
+        net.now = start.advanced(byNanoseconds: 30_000_000)
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, noteOn(0, 60)])
+        #expect(lane.waiting == 1, "the second tick, taken back and posted again after the note")
+
+        lane.sendDue(until: later(net, 10))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, noteOn(0, 60), .timingClock])
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
+        #expect(b.session.counters.sequenceGaps == 0)
+        #expect(b.session.counters.latePackets == 0)
+        #expect(a.session.counters.packetsSent == sent.count)
+    }
+
+    /// Withdrawn after an instant (the song stopped), the ticks due later never leave, those due by then do, and
+    /// the next packet carries the sequence number after the last that left.
+    @Test func withdrawnTicksNeverLeaveAndTheNextPacketFollowsTheLastSent() {
+        let (net, a, b, lane) = connected()
+        for ms: UInt64 in [10, 20, 30, 40] { a.session.sendAhead(.timingClock, at: later(net, ms)) }
+        a.session.withdrawAhead(after: later(net, 20))
+        lane.sendDue(until: later(net, 100))
+        a.session.send(.stop, at: later(net, 25))
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, .timingClock, .stop])
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
+        #expect(b.session.counters.sequenceGaps == 0)
+    }
+
+    /// A peer that leaves gets none of what waited for it.
+    @Test func aPeerThatLeavesGetsNothingPreparedForIt() {
+        let (net, a, b, lane) = connected()
+        a.session.sendAhead(.timingClock, at: later(net, 10))
+        b.session.close(now: net.now)
+        net.deliver()
+        #expect(a.left.count == 1)
+        #expect(lane.waiting == 0)
+    }
+
+    /// Without a lane, or for anything but clock and transport, `sendAhead` is `send`.
+    @Test func withoutALaneOrForANoteSendAheadSendsAtOnce() {
+        let (net, a, b, lane) = connected()
+        a.session.sendAhead(noteOn(0, 60), at: later(net, 10))
+        a.session.flush()
+        a.session.lane = nil
+        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 60), .timingClock])
+        #expect(lane.waiting == 0)
+    }
+}
+
+extension AheadTests {
+    /// A clock prepared 100 ms ahead for seconds, with the session's own packets (clock sync, receiver feedback,
+    /// and journal-only guard packets while the peer's feedback is lost) between its ticks: the peer reads every
+    /// tick once, in order, none late or lost, and no guard packet goes while ticks carry the journal.
+    @Test(arguments: [false, true])
+    func aClockPreparedAheadForSecondsArrivesWholeBetweenTheSessionsOwnPackets(feedbackLost: Bool) {
+        let (net, a, b, lane) = connected()
+        if feedbackLost { net.lose = { bytes, _ in bytes.starts(with: [0xFF, 0xFF, 0x52, 0x53]) } } // RS
+        a.session.send(.start, at: net.now)
+        a.session.flush()
+        let period: UInt64 = 25_000_000
+        var nextTick = net.now.advanced(byNanoseconds: period)
+        let end = net.now.advanced(byNanoseconds: 5_000_000_000)
+        while net.now < end {
+            net.now = net.now.advanced(byNanoseconds: 1_000_000)
+            while nextTick <= net.now.advanced(byNanoseconds: 100_000_000) {
+                a.session.sendAhead(.timingClock, at: nextTick)
+                nextTick = nextTick.advanced(byNanoseconds: period)
+            }
+            a.session.flush()
+            for host in [a, b] where host.session.nextDeadline.map({ $0 <= net.now }) ?? false { host.session.tick(now: net.now) }
+            lane.sendDue(until: net.now)
+            net.deliver()
+        }
+        #expect(b.received.first?.0 == .start)
+        let ticks = b.received.filter { $0.0 == .timingClock }.count
+        #expect(ticks >= 199 && ticks <= 200, "\(ticks)")
+        #expect(b.session.counters.sequenceGaps == 0)
+        #expect(b.session.counters.latePackets == 0)
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent.prefix(40))")
+        #expect(a.session.counters.guardPackets == 0)
+    }
+}
