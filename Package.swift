@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Transport", "MIDITestSupport"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Jam", "JamBridge", "MIDITestSupport"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "ALSA", "Jam", "JamBridge", "MIDITestSupport"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

@@ -22,7 +22,8 @@
 # alsa_seq_standin.c preloaded (LD_PRELOAD): it replaces every libasound sequencer call jambridge makes with a
 # model of a client output pool (500 events) that a destination empties at a MIDI wire's pace (31,250 baud) and
 # stops emptying for 1 s every 5 s. jambridge's own ALSA code runs unchanged: when the pool is full its send gets
-# -EAGAIN and waitForOutputRoom polls (10 ms at a time, up to 100 times) on the engine's queue until there is room.
+# -EAGAIN, and the port keeps the event and tries it again every 5 ms from a timer (before issue 30's fix,
+# waitForOutputRoom polled for room on the engine's queue, 10 ms at a time, up to 100 times).
 # The bare thread is Benchmarks/clock-under-load/bare_clock.c. Both are compiled here with cc.
 #
 # Builds jambridge (release) in .build-bench-main, as jam-clock-bench.sh does. Needs root (SCHED_FIFO) and the

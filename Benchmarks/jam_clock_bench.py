@@ -21,11 +21,13 @@
            peer, an OSC output and (--alsa-channels) an ALSA output that blocks: jambridge runs with --standin
            (Benchmarks/clock-under-load/alsa_seq_standin.c) preloaded in place of libasound's sequencer, a client
            output pool (--pool) that a destination empties at --baud and stops emptying for --stall-ms every
-           --every-ms, so that jambridge's own waitForOutputRoom waits on the engine's queue. Beside it, in the
-           same seconds, --bare (Benchmarks/clock-under-load/bare_clock.c) sleeps at the same SCHED_FIFO priority
-           with clock_nanosleep(TIMER_ABSTIME) to the same deadlines (the tick grid recovered from the first
-           --skip seconds of RTP stamps). Prints both side by side, the ticks over 0.5 ms late that the bare
-           thread also saw, and the rate the router carried. Benchmarks/clock-under-load.sh runs it.
+           --every-ms, so that jambridge's own ALSA output meets a full pool (before issue 30's fix its
+           waitForOutputRoom waited for room on the engine's queue; now the port retries from a timer). Beside
+           it, in the same seconds, --bare (Benchmarks/clock-under-load/bare_clock.c) sleeps at the same
+           SCHED_FIFO priority with clock_nanosleep(TIMER_ABSTIME) to the same deadlines (the tick grid
+           recovered from the first --skip seconds of RTP stamps). Prints both side by side, the ticks over
+           0.5 ms late that the bare thread also saw, and the rate the router carried.
+           Benchmarks/clock-under-load.sh runs it.
 
 The listeners are AppleMIDI initiators built from Tests/Peers/applemidi.py (handshakes by hand) and decode
 RTP-MIDI with PyPI pymidi's packet parser, which nobody here wrote, checked against a hand-written decoder that is
@@ -1043,8 +1045,8 @@ routes:
     windows = [(start, stop) for start, stop, _, _ in all_holds]
     lengths = [stop - start for start, stop, _, _ in holds]
     print("ALSA stand-in: pool %s cells, %s baud, destination stalls %s ms every %s ms; %s events taken, %s EAGAIN, "
-          "pool at most %s; in the measured %.0f s waitForOutputRoom held the engine's queue %d times (%d gave up "
-          "after 100 tries): p50 %s ms, max %s ms, %.2f s in all; outside them %d holds (%d gave up); outputs after "
+          "pool at most %s; in the measured %.0f s the ALSA output waited for room %d times (%d cut at 100 -EAGAIN "
+          "in a row): p50 %s ms, max %s ms, %.2f s in all; outside them %d holds (%d cut); outputs after "
           "the sequencer was closed: %s"
           % (header.get("pool"), header.get("baud"), header.get("stall"), header.get("every"), header.get("events"),
              header.get("eagain"), header.get("max_level"), (end - measured_from) / 1e9, len(holds),
@@ -1103,7 +1105,7 @@ routes:
     stalled = coincide([(instant, late) for _, instant, late in late_ticks], stalls)
     starved = coincide([(instant, late) for _, instant, late in late_ticks], normal_stalls, slack=0)
     print("ticks > 0.5 ms late: %d; the bare thread also > 0.5 ms late at the same deadline: %d; during a "
-          "waitForOutputRoom hold: %d; during a canary stall: %d; while the normal-priority canary waited over %s ms: %d"
+          "hold of the ALSA output: %d; during a canary stall: %d; while the normal-priority canary waited over %s ms: %d"
           % (len(late_ticks), len(seen), len(held), stalled, ms(NORMAL_STALL), starved))
     if late_ticks:
         worst = sorted(late_ticks, key=lambda entry: -entry[2])[:10]

@@ -1,7 +1,7 @@
 // A stand-in for the ALSA sequencer, for hosts without /dev/snd/seq: preloaded into jambridge
 // (LD_PRELOAD), it takes the place of every libasound sequencer call jambridge makes, so that an
-// `alsa: { create: NAME }` endpoint runs through jambridge's own ALSA code (ALSAClient,
-// ALSASequencer.send, its retry loop and waitForOutputRoom) with nothing changed in the daemon.
+// `alsa: { create: NAME }` endpoint runs through jambridge's own ALSA code (ALSAClient, ALSASequencer.send,
+// the port's OutputBacklog and its retries) with nothing changed in the daemon.
 //
 // What it models is one thing: a client output pool that fills. Each event jambridge sends takes a
 // cell of the pool (JB_SEQ_POOL cells, default 500: the kernel's SNDRV_SEQ_DEFAULT_EVENTS) until
@@ -11,14 +11,16 @@
 // JB_SEQ_FIRST_MS after the sequencer is opened; a synth busy loading a patch, say). When the pool is
 // full, snd_seq_event_output_direct returns -EAGAIN, as the kernel's does for a full pool, and the
 // descriptor snd_seq_poll_descriptors gives for POLLOUT (a timerfd, armed for the instant the
-// destination frees the next cell) becomes ready when there is room again: jambridge's
-// waitForOutputRoom polls it for up to 10 ms at a time, on the engine's queue, as it would poll
-// /dev/snd/seq.
+// destination frees the next cell) becomes ready when there is room again, as /dev/snd/seq's does for
+// the sender's own pool. jambridge polled it (waitForOutputRoom, up to 10 ms at a time on the engine's
+// queue) until issue 30's fix; it now keeps what was refused and tries it again from a timer every 5 ms,
+// and asks only for POLLIN descriptors.
 //
 // Nothing is delivered anywhere; there are no other clients and no input. Every hold (from the
-// first -EAGAIN for an event to the output that succeeded, or to the 100th -EAGAIN, when jambridge
-// gives up) is logged to JB_SEQ_LOG, if set, when the sequencer is closed and again when the process ends
-// (an output after snd_seq_close is refused and counted):
+// first -EAGAIN to the output that succeeded next, or to the 100th -EAGAIN in a row, where jambridge
+// gave up before issue 30's fix; since, that is half a second of its retries and it gives up nothing:
+// it drops what waited a second itself) is logged to JB_SEQ_LOG, if set, when the sequencer is closed
+// and again when the process ends (an output after snd_seq_close is refused and counted):
 //   pool CELLS baud BAUD stall MS every MS first MS
 //   events N eagain N holds N gave_up N max_level N after_close N
 //   hold START_NS END_NS TRIES GAVE_UP          (CLOCK_MONOTONIC)
@@ -174,7 +176,7 @@ EXPORT int snd_seq_event_output_direct(snd_seq_t *seq, snd_seq_event_t *ev) {
         uint64_t at = pool.done[pool.head];
         struct itimerspec when = {.it_value = {.tv_sec = (time_t)(at / 1000000000u), .tv_nsec = (long)(at % 1000000000u)}};
         timerfd_settime(seq->room_fd, TFD_TIMER_ABSTIME, &when, NULL);
-        if (pool.hold_tries >= 100) end_hold(now, 1); // jambridge gives up after 100 tries
+        if (pool.hold_tries >= 100) end_hold(now, 1); // where jambridge gave up before issue 30's fix
         return -EAGAIN;
     }
     if (pool.hold_tries > 0) end_hold(now, 0);

@@ -163,26 +163,25 @@ public final class ALSASequencer: @unchecked Sendable {
     /// Sends `message` from our port `port` to its subscribers, or to `destination` alone: at once, or
     /// through the sequencer's queue if `time` lies ahead. A SysEx is refused: it goes by `send(sysExChunk:from:)`.
     public func send(_ message: MIDIMessage, from port: Int32, to destination: SequencerAddress? = nil,
-                     at time: MonotonicInstant) throws(ALSAError) {
+                     at time: MonotonicInstant) throws(ALSAError) -> SendOutcome {
         reset(port: port, to: destination)
         guard SequencerEvent.encode(message, into: &event) else {
             throw ALSAError(operation: "send a SysEx whole (it goes in chunks, see PacedOutput)", code: -EINVAL)
         }
-        try output(at: time)
+        return try output(at: time)
     }
 
     /// Sends `chunk`, a piece of a SysEx's bytes (F0 and F7 included where they fall), from our
     /// port `port` now; `PacedOutput` cuts a SysEx into them at the pace its destination takes.
-    public func send(sysExChunk chunk: [UInt8], from port: Int32, to destination: SequencerAddress? = nil) throws(ALSAError) {
+    public func send(sysExChunk chunk: [UInt8], from port: Int32, to destination: SequencerAddress? = nil) throws(ALSAError) -> SendOutcome {
         reset(port: port, to: destination)
         event.type = SequencerEvent.Kind.sysEx
         var chunk = chunk
-        let failure = chunk.withUnsafeMutableBytes { bytes -> ALSAError? in
+        let result = chunk.withUnsafeMutableBytes { bytes -> Result<SendOutcome, ALSAError> in
             jambridge_alsa_event_variable(&event, UInt32(bytes.count), bytes.baseAddress)
-            do throws(ALSAError) { try output(at: MonotonicInstant(nanoseconds: 0)) } catch { return error }
-            return nil
+            return Result { () throws(ALSAError) in try output(at: MonotonicInstant(nanoseconds: 0)) }
         }
-        if let failure { throw failure }
+        return try result.get()
     }
 
     /// Clears `event` for sending from `port` to its subscribers, or to `destination` alone.
@@ -192,6 +191,20 @@ public final class ALSASequencer: @unchecked Sendable {
             event.dest.client = UInt8(truncatingIfNeeded: destination.client)
             event.dest.port = UInt8(truncatingIfNeeded: destination.port)
         }
+    }
+
+    /// True if events stamped ahead are scheduled through the sequencer's queue (it could be made), and so leave at
+    /// their time whatever holds the caller then.
+    public var schedulesAhead: Bool { queueID >= 0 }
+
+    /// Takes back the clock ticks scheduled through the queue for `time` or later that have not left (the jam's song
+    /// stopped or changed hands); false if the sequencer refused.
+    @discardableResult
+    public func removeScheduledClock(after time: MonotonicInstant) -> Bool {
+        guard queueID >= 0 else { return true }
+        let at = time.nanoseconds > queueStart.nanoseconds ? time.nanoseconds - queueStart.nanoseconds : 0
+        return jambridge_alsa_remove_scheduled(handle, queueID, UInt8(SND_SEQ_EVENT_CLOCK.rawValue),
+                                               UInt32(at / 1_000_000_000), UInt32(at % 1_000_000_000)) >= 0
     }
 
     /// The ports subscribed to what our port `port` sends (ours and anyone's connections, aconnect's too).
@@ -211,9 +224,10 @@ public final class ALSASequencer: @unchecked Sendable {
         return found
     }
 
-    /// Writes `event`, scheduled if `time` is more than a millisecond ahead; while the
-    /// sequencer's memory pool is full, waits for room (up to 100 times 10 ms) before giving up.
-    private func output(at time: MonotonicInstant) throws(ALSAError) {
+    /// Writes `event`, scheduled if `time` is more than a millisecond ahead. Never waits for room: this runs on
+    /// the engine's queue, where a wait holds every other event (the jam's clock ticks among them, issue 30).
+    /// -EAGAIN is `.full`, for the caller to keep the event and send it again later (`OutputBacklog`).
+    private func output(at time: MonotonicInstant) throws(ALSAError) -> SendOutcome {
         let now = MonotonicClock.now()
         if queueID >= 0, time.nanoseconds > now.nanoseconds + 1_000_000 {
             let at = time.nanoseconds - queueStart.nanoseconds
@@ -221,19 +235,10 @@ public final class ALSASequencer: @unchecked Sendable {
         } else {
             jambridge_alsa_event_direct(&event)
         }
-        for _ in 0..<100 {
-            let result = calls.outputDirect(handle, &event)
-            if result >= 0 { return }
-            guard result == -EAGAIN else { throw ALSAError(operation: "send to the ALSA sequencer", code: result) }
-            waitForOutputRoom()
-        }
-        throw ALSAError(operation: "send to the ALSA sequencer (its pool stayed full)", code: -EAGAIN)
-    }
-
-    private func waitForOutputRoom() {
-        var fds = [pollfd](repeating: pollfd(), count: Int(snd_seq_poll_descriptors_count(handle, Int16(POLLOUT))))
-        let count = snd_seq_poll_descriptors(handle, &fds, UInt32(fds.count), Int16(POLLOUT))
-        _ = poll(&fds, nfds_t(count), 10)
+        let result = calls.outputDirect(handle, &event)
+        if result >= 0 { return .sent }
+        guard result == -EAGAIN else { throw ALSAError(operation: "send to the ALSA sequencer", code: result) }
+        return .full
     }
 
     /// Starts reading: `handler` gets every input on `queue` (the engine's), from a `PollingReader`.
@@ -301,6 +306,17 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "cannot \(operation): \(String(cString: snd_strerror(code)))" }
+}
+
+/// What a send did with an event.
+public enum SendOutcome: Equatable, Sendable {
+    /// The sequencer took it.
+    case sent
+    /// The sequencer had no room for it (-EAGAIN) and took nothing: to be sent again later. A direct event finds
+    /// the destination's input pool full (a client not reading), one stamped ahead our own output pool (the queue
+    /// holds too many). Sent to every subscriber, it still reached those that had room: the kernel delivers to
+    /// each and reports the first refusal, not whose.
+    case full
 }
 
 /// The libasound calls that can fail, as values: `.libasound` makes them; tests make

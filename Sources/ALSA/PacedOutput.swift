@@ -111,7 +111,7 @@ public struct PacedOutput: Sendable {
         return (pieces, dropped)
     }
 
-    private static func isRealTime(_ message: MIDIMessage) -> Bool {
+    static func isRealTime(_ message: MIDIMessage) -> Bool {
         switch message {
         case .timingClock, .start, .continue, .stop, .activeSensing, .systemReset: true
         default: false
@@ -139,5 +139,19 @@ public struct PacedOutput: Sendable {
         refilledAt = updated == burst ? now : refilledAt.advanced(
             byNanoseconds: UInt64(updated - tokens) * 1_000_000_000 / UInt64(bytesPerSecond))
         tokens = updated
+    }
+}
+
+extension PacedOutput.Piece {
+    /// The players it is for.
+    public var recipients: Recipients {
+        switch self {
+        case .message(_, _, let recipients), .sysExChunk(_, let recipients): recipients
+        }
+    }
+
+    /// True for a real-time message (clock, start, stop...), which MIDI lets pass anything.
+    var isRealTime: Bool {
+        if case .message(let message, _, _) = self { PacedOutput.isRealTime(message) } else { false }
     }
 }

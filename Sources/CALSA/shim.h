@@ -32,6 +32,25 @@ static inline void jambridge_alsa_event_schedule(snd_seq_event_t *ev, int queue,
     ev->time.time.tv_nsec = nsec;
 }
 
+/// Removes the events of `type` this client scheduled on `queue` for sec:nsec (real time on the queue) or later and
+/// not yet delivered (snd_seq_remove_events with OUTPUT, TIME_AFTER and EVENT_TYPE: the kernel's queue compares
+/// each event's time to this one, ">=").
+static inline int jambridge_alsa_remove_scheduled(snd_seq_t *seq, int queue, unsigned char type, unsigned int sec, unsigned int nsec) {
+    snd_seq_remove_events_t *remove;
+    int err = snd_seq_remove_events_malloc(&remove);
+    if (err < 0) return err;
+    snd_seq_timestamp_t time;
+    time.time.tv_sec = sec;
+    time.time.tv_nsec = nsec;
+    snd_seq_remove_events_set_queue(remove, queue);
+    snd_seq_remove_events_set_condition(remove, SND_SEQ_REMOVE_OUTPUT | SND_SEQ_REMOVE_TIME_AFTER | SND_SEQ_REMOVE_EVENT_TYPE);
+    snd_seq_remove_events_set_time(remove, &time);
+    snd_seq_remove_events_set_event_type(remove, type);
+    err = snd_seq_remove_events(seq, remove);
+    snd_seq_remove_events_free(remove);
+    return err;
+}
+
 /// snd_seq_ev_set_sysex: a variable-length event pointing at `len` bytes.
 static inline void jambridge_alsa_event_variable(snd_seq_event_t *ev, unsigned int len, void *data) {
     ev->flags &= ~SND_SEQ_EVENT_LENGTH_MASK;

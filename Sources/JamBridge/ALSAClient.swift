@@ -30,6 +30,9 @@ final class ALSAClient: @unchecked Sendable {
     /// The ports connected, with the endpoints (our ports) each is connected to.
     private var connected: [SequencerAddress: (label: String, ports: Set<Int32>)] = [:]
     private var failures = 0
+    /// What the ports dropped for want of room, and how many times that was said (for the log's rate limit).
+    private var noRoom = OutputBacklog.Dropped()
+    private var noRoomLogged = 0
 
     /// Opens the sequencer as client `clientName`.
     init(clientName: String, logger: Logger, calls: SequencerCalls = .libasound) throws(ALSAError) {
@@ -79,12 +82,13 @@ final class ALSAClient: @unchecked Sendable {
         if sink != nil { connectMatching(sequencer.ports()) }
     }
 
-    /// The client, each of `ports` (by endpoint name) with the ports it is connected to, and the failures counted.
+    /// The client, each of `ports` (by endpoint name) with the ports it is connected to, the failures and what was
+    /// dropped for want of room.
     func report(_ ports: [String: Int32]) -> DaemonStatus.ALSA {
         let make = { [self] in
             DaemonStatus.ALSA(client: clientName, clientID: sequencer.clientID, ports: ports.mapValues { port in
                 DaemonStatus.ALSAPort(port: port, connections: connected.values.filter { $0.ports.contains(port) }.map(\.label).sorted())
-            }, failures: failures)
+            }, failures: failures, dropped: noRoom.pieces, droppedReleases: noRoom.releases)
         }
         return sink?.queue.sync(execute: make) ?? make()
     }
@@ -95,39 +99,61 @@ final class ALSAClient: @unchecked Sendable {
         sequencer.deletePort(port.port)
     }
 
-    /// The engine's queue, once started: where the endpoints' paced output resumes.
+    /// The engine's queue, once started: where the endpoints' output resumes.
     var queue: DispatchQueue? { sink?.queue }
 
-    /// Sends `piece` of a port's paced output; a failure is counted and logged (rate-limited).
-    func send(_ piece: PacedOutput.Piece, from port: Int32) {
-        let recipients = switch piece {
-        case .message(_, _, let recipients), .sysExChunk(_, let recipients): recipients
+    var schedulesAhead: Bool { sequencer.schedulesAhead }
+
+    func removeScheduledClock(after time: MonotonicInstant) {
+        guard sequencer.removeScheduledClock(after: time) else {
+            failures += 1
+            if isLogged(failures) { logger.warning("cannot take back the clock ticks scheduled ahead (\(failures) failures so far)") }
+            return
         }
-        guard let destinations = destinations(of: port, for: recipients) else { return send(piece, from: port, to: nil) }
-        for destination in destinations { send(piece, from: port, to: destination) }
     }
 
-    private func send(_ piece: PacedOutput.Piece, from port: Int32, to destination: SequencerAddress?) {
+    /// Writes `piece` from our port `port` to `destination` (nil: every subscriber); `.full` if the sequencer had no
+    /// room for it, to be written again later. A failure is counted and logged (rate-limited), and not written again.
+    func write(_ piece: PacedOutput.Piece, from port: Int32, to destination: SequencerAddress?) -> SendOutcome {
+        let outcome: SendOutcome
         do {
-            switch piece {
+            outcome = switch piece {
             case .message(let message, let time, _): try sequencer.send(message, from: port, to: destination, at: time)
             case .sysExChunk(let chunk, _): try sequencer.send(sysExChunk: chunk, from: port, to: destination)
             }
         } catch {
             failures += 1
             if isLogged(failures) { logger.warning("\(error) (\(failures) failures so far)") }
+            return .sent
         }
+        // Refused for every subscriber of a port that has several, it reached those that had room (the kernel does
+        // not say which): written again, it would reach them twice, so the others go without it.
+        guard outcome == .full, destination == nil, sequencer.subscribers(of: port).count > 1 else { return outcome }
+        var lost = OutputBacklog.Dropped()
+        lost.add(piece)
+        count(lost, endpoint: endpoints[port]?.name ?? "port \(port)")
+        return .sent
     }
 
-    /// Where our port `port` sends for `recipients`: nil for every subscriber at once (the usual case: the
-    /// player to leave out does not listen to this port); otherwise the subscribers one by one, all but the
-    /// player left out or the one player meant (none, if it does not listen to this port).
-    private func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]? {
+    /// Where our port `port` sends for `recipients`: nil for every subscriber at once (the usual case: the player to
+    /// leave out does not listen to this port); otherwise the subscribers one by one, all but the player left out or
+    /// the one player meant (none, if it does not listen to this port).
+    func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]? {
         guard let player = recipients.origin.sequencerPort else { return recipients.isOnly ? [] : nil }
         let target = SequencerAddress(client: Int32(player.client), port: Int32(player.port))
         let subscribers = sequencer.subscribers(of: port)
         guard subscribers.contains(target) else { return recipients.isOnly ? [] : nil }
         return recipients.isOnly ? [target] : subscribers.filter { $0 != target }
+    }
+
+    /// Counts what the port of `endpoint` dropped for want of room, and logs it (rate-limited, as failures are).
+    func count(_ lost: OutputBacklog.Dropped, endpoint: String) {
+        noRoom.add(lost)
+        noRoomLogged += 1
+        guard isLogged(noRoomLogged) else { return }
+        let releases = lost.releases == 0 ? "" : ", \(counted(lost.releases, "note-off or pedal release")) among them: notes may hang"
+        let why = "the ALSA sequencer had no room for (a destination not reading, or too many events scheduled)"
+        logger.warning("\(endpoint): dropped \(counted(lost.pieces, "message")) \(why)\(releases) (\(noRoom.pieces) dropped so far)")
     }
 
     /// Logs the SysEx bytes a port going away had not sent yet.
@@ -216,53 +242,127 @@ extension String {
     }
 }
 
-/// An `alsa:` endpoint as the engine's sink: what routes send to it leaves its port, SysEx
-/// paced to what a MIDI wire carries (`PacedOutput`), resumed by a timer on the engine's queue.
+/// What an `ALSAPortSink` needs of its client: `ALSAClient`, or in tests one whose writes find no room on purpose (the
+/// sequencer itself needs a kernel).
+protocol ALSAPortClient: AnyObject {
+    var queue: DispatchQueue? { get }
+    /// True if what is stamped ahead leaves at its time (the sequencer's queue).
+    var schedulesAhead: Bool { get }
+    /// Takes back the clock ticks scheduled for after `time` that have not left.
+    func removeScheduledClock(after time: MonotonicInstant)
+    func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]?
+    func write(_ piece: PacedOutput.Piece, from port: Int32, to destination: SequencerAddress?) -> SendOutcome
+    func count(_ lost: OutputBacklog.Dropped, endpoint: String)
+    func dropped(sysExBytes: Int, endpoint: String)
+    func unregister(_ port: ALSAPortSink)
+}
+
+extension ALSAClient: ALSAPortClient {}
+
+/// An `alsa:` endpoint as the engine's sink: what routes send to it leaves its port, SysEx paced to what a MIDI wire
+/// carries (`PacedOutput`); what the sequencer has no room for waits in an `OutputBacklog`. A timer on the engine's
+/// queue resumes both, so the port never waits there.
 final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
     let port: Int32
     let endpointName: String
     let pattern: (client: NameGlob, port: ALSAPortPattern)?
-    private let client: ALSAClient
+    private let client: any ALSAPortClient
     // Touched only on the engine's queue.
     private var output = PacedOutput(now: MonotonicClock.now())
+    private var backlog = OutputBacklog()
     private var resume: DispatchSourceTimer?
+    /// When `resume` fires, if it is set to.
+    private var resumeAt: MonotonicInstant?
 
-    init(client: ALSAClient, port: Int32, endpointName: String, pattern: (client: NameGlob, port: ALSAPortPattern)?) {
+    init(client: any ALSAPortClient, port: Int32, endpointName: String, pattern: (client: NameGlob, port: ALSAPortPattern)?) {
         self.client = client
         self.port = port
         self.endpointName = endpointName
         self.pattern = pattern
     }
 
+    /// What is stamped ahead leaves through the sequencer's queue at its time.
+    var takesAhead: Bool { client.schedulesAhead }
+
+    func withdraw(after time: MonotonicInstant) {
+        backlog.removeClock(after: time)
+        client.removeScheduledClock(after: time)
+    }
+
     func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
-        if output.admit(message, at: time, for: recipients) {
-            client.send(.message(message, time, recipients), from: port)
-        } else {
-            drain()
-        }
-    }
-
-    /// Sends what the pacing lets leave now, and comes back when more may.
-    private func drain() {
         let now = MonotonicClock.now()
-        while let piece = output.next(now: now) { client.send(piece, from: port) }
-        guard resume == nil, let wait = output.wait(now: now), let queue = client.queue else { return }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)))
-        timer.setEventHandler { [weak self] in
-            self?.resume = nil
-            self?.drain()
+        if output.admit(message, at: time, for: recipients) {
+            send(.message(message, time, recipients), now: now)
+        } else {
+            drain(now: now)
         }
-        resume = timer
-        timer.resume()
+        schedule(now: now)
     }
 
-    /// Sends what waited (messages, and an F7 ending a SysEx already begun), then removes the port.
+    /// Sends what the pacing lets leave now.
+    private func drain(now: MonotonicInstant) {
+        while let piece = output.next(now: now) { send(piece, now: now) }
+    }
+
+    /// Writes `piece` to every subscriber at once, or to those its recipients pick one by one.
+    private func send(_ piece: PacedOutput.Piece, now: MonotonicInstant) {
+        guard let destinations = client.destinations(of: port, for: piece.recipients) else { return send(piece, to: nil, now: now) }
+        for destination in destinations { send(piece, to: destination, now: now) }
+    }
+
+    /// Writes `piece`, or keeps it behind what waits, or where the sequencer had no room.
+    private func send(_ piece: PacedOutput.Piece, to destination: SequencerAddress?, now: MonotonicInstant) {
+        guard backlog.holdsBack(piece) || write(piece, destination) == .full else { return }
+        count(backlog.keep(piece, for: destination, at: now))
+    }
+
+    private func write(_ piece: PacedOutput.Piece, _ destination: SequencerAddress?) -> SendOutcome {
+        client.write(piece, from: port, to: destination)
+    }
+
+    private func count(_ lost: OutputBacklog.Dropped) {
+        if !lost.isEmpty { client.count(lost, endpoint: endpointName) }
+    }
+
+    /// Sets the timer for when the pacing lets more leave or, while something waits for room, the next retry; an
+    /// earlier time it is set for stays.
+    private func schedule(now: MonotonicInstant) {
+        var wait = output.wait(now: now)
+        if !backlog.isEmpty { wait = min(wait ?? .max, OutputBacklog.retryInterval) }
+        guard let wait, let queue = client.queue else { return }
+        let due = now.advanced(byNanoseconds: wait)
+        if let resumeAt, resumeAt <= due { return }
+        let timer = resume ?? DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)))
+        if resume == nil {
+            timer.setEventHandler { [weak self] in self?.resumed() }
+            resume = timer
+            timer.resume()
+        }
+        resumeAt = due
+    }
+
+    /// The timer fired: writes again what waited for room, sends what the pacing lets leave, and sets the timer again.
+    private func resumed() {
+        resumeAt = nil
+        let now = MonotonicClock.now()
+        count(backlog.retry(now: now, write: write))
+        drain(now: now)
+        schedule(now: now)
+    }
+
+    /// Sends what waited (messages, and an F7 ending a SysEx already begun) and tries once more what had no room,
+    /// dropping what still has none, then removes the port.
     func stop() {
         resume?.cancel()
         resume = nil
+        resumeAt = nil
+        let now = MonotonicClock.now()
         let (pieces, dropped) = output.flush()
-        for piece in pieces { client.send(piece, from: port) }
+        for piece in pieces { send(piece, now: now) }
+        var lost = backlog.retry(now: now, write: write)
+        lost.add(backlog.removeAll())
+        count(lost)
         if dropped > 0 { client.dropped(sysExBytes: dropped, endpoint: endpointName) }
         client.unregister(self)
     }

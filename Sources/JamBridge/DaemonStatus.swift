@@ -81,6 +81,12 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         public var ports: [String: ALSAPort]
         /// Events that could not be sent, and input overruns.
         public var failures: Int
+        /// Messages dropped for want of room in the sequencer (a destination not reading, or too many events
+        /// scheduled): waited a second, beyond the 4096 a port keeps, or refused by one of several subscribers.
+        /// A release waits as long as its port runs.
+        public var dropped: Int
+        /// The note-offs and pedal releases among `dropped`: notes that may hang.
+        public var droppedReleases: Int
     }
 
     /// One `alsa:` endpoint's port.

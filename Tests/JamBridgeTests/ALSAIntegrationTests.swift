@@ -274,7 +274,7 @@ private func startForwarding(seconds: Int) throws -> (JamBridgeProcess, URL) {
         try play("90 3C 64")
         Thread.sleep(forTimeInterval: 2) // the VM is slow
         let alsa = try #require(daemon.report()?.alsa)
-        #expect(alsa.client == "jambridge" && alsa.clientID > 0 && alsa.failures == 0 && alsa.ports.keys.sorted() == ["keys", "synth"], "\(alsa)")
+        #expect(alsa.client == "jambridge" && alsa.clientID > 0 && alsa.failures == 0 && alsa.dropped == 0 && alsa.ports.keys.sorted() == ["keys", "synth"], "\(alsa)")
         for (name, device) in [("keys", "Virtual Raw MIDI 0-0:"), ("synth", "Virtual Raw MIDI 0-1:")] {
             #expect(alsa.ports[name]?.connections.count == 1 && alsa.ports[name]?.connections[0].hasPrefix(device) == true, "\(alsa)")
         }
