@@ -14,9 +14,11 @@ import Transport
 /// that a datagram leaves exactly once or never. Made when the first datagram is prepared ahead, so that a daemon
 /// without a jam has no such thread.
 final class TimedDatagrams: PacketLane, @unchecked Sendable { // slots: see `Slot`
-    /// Datagrams that may wait at once; beyond, the session sends at once. The jam prepares ticks `JamPart.lead`
-    /// ahead: 5 a peer at 120 BPM, 13 at 300.
-    static let capacity = 256
+    /// Slots in the ring; beyond, the session sends at once. The jam prepares ticks `JamPart.lead` ahead: 5 a peer
+    /// at 120 BPM, 13 at 300; but each packet sent to a peer meanwhile takes its ticks back and posts them again in
+    /// new slots (a thousand a second under a flood of notes), which the thread frees only as it passes them: past
+    /// half full, a post wakes it to.
+    static let capacity = 512
 
     /// One datagram's place. Its fields are written on the engine's queue before `tail` publishes it, and read by the
     /// thread after it read `tail`; `state` is what both change.
@@ -60,11 +62,14 @@ final class TimedDatagrams: PacketLane, @unchecked Sendable { // slots: see `Slo
 
     // MARK: On the engine's queue
 
-    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64? {
+    var hasRoom: Bool {
+        tail.load(ordering: .relaxed) - head.load(ordering: .acquiring) + 2 <= UInt64(Self.capacity)
+    }
+
+    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64 {
         let position = tail.load(ordering: .relaxed)
-        guard position - head.load(ordering: .acquiring) < UInt64(Self.capacity) else { return nil }
         let slot = slots[Int(position % UInt64(Self.capacity))]
-        guard packet.count <= slot.bytes.count else { return nil }
+        precondition(position - head.load(ordering: .acquiring) < UInt64(Self.capacity) && packet.count <= slot.bytes.count)
         slot.bytes.copyMemory(from: packet)
         slot.count = packet.count
         slot.address = address
@@ -72,7 +77,8 @@ final class TimedDatagrams: PacketLane, @unchecked Sendable { // slots: see `Slo
         slot.ticket = position
         slot.state.store(State.waiting, ordering: .relaxed)
         tail.store(position + 1, ordering: .sequentiallyConsistent)
-        if due.nanoseconds < sleepsUntil.load(ordering: .sequentiallyConsistent) { thread?.wake() }
+        if due.nanoseconds < sleepsUntil.load(ordering: .sequentiallyConsistent)
+            || position - head.load(ordering: .relaxed) > UInt64(Self.capacity / 2) { thread?.wake() }
         return position
     }
 

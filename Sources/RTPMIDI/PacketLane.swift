@@ -5,9 +5,10 @@ import Transport
 /// thread sends each at its time, unless the session takes it back first. The session uses it from its one
 /// thread or queue; the lane's sender may be a real-time thread that never waits for that one.
 public protocol PacketLane: AnyObject {
-    /// Hands over `packet` for `address`, to leave at `due`; returns its ticket, or nil if the lane is full (the
-    /// session then sends the packet at once).
-    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64?
+    /// True if two more packets fit (a packet and its journal, when they do not fit one datagram).
+    var hasRoom: Bool { get }
+    /// Hands over `packet` (at most 1500 bytes) for `address`, to leave at `due`, if `hasRoom`; returns its ticket.
+    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64
     /// Takes back the packet `ticket` unless it has been sent: true if it will never leave. A packet being sent
     /// as this is called has left when it returns false.
     func takeBack(_ ticket: UInt64) -> Bool
@@ -21,6 +22,6 @@ struct AheadPacket {
     var message: MIDIMessage
     var time: MonotonicInstant
     var senderBefore: RTPMIDISender
-    /// The lane's tickets of the packet (two when the journal did not fit with the commands); none if sent at once.
+    /// The lane's tickets of the packet (two when the journal did not fit with the commands).
     var tickets: [UInt64] = []
 }

@@ -73,6 +73,8 @@ public struct SessionCounters: Equatable, Sendable {
     public var guardPackets = 0
     /// Peers removed for silence that sent again within `returnGrace` and were taken back.
     public var peersReturned = 0
+    /// Packets prepared ahead sent when prepared (early) because the lane had no room.
+    public var aheadSentEarly = 0
 }
 
 /// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
@@ -560,21 +562,29 @@ public final class RTPMIDISession {
         repostWithdrawn(peer)
     }
 
-    /// Prepares `packet` for `peer` and posts it to the lane (sent at once if the lane is full).
+    /// Prepares `packet` for `peer` and posts it to the lane. A full lane (see `TimedDatagrams`) sends it now,
+    /// early, after what waits there for the peer, taken back and sent now too: never out of order.
     private func post(_ packet: AheadPacket, to peer: SessionPeer) {
+        guard let lane else { return }
         var packet = packet
-        packet.senderBefore = peer.sender
-        packet.tickets = [] // posted again after being taken back: the old tickets are done
         pruneAhead(peer)
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(packet.time))
+        guard lane.hasRoom else {
+            for early in takeBackAhead(peer) + [packet] {
+                counters.aheadSentEarly += 1
+                withSender(of: peer) { sender, send in
+                    sender.append(early.message, tick: UInt32(truncatingIfNeeded: SessionClock.ticks(early.time)), send)
+                    sender.flush(send)
+                }
+            }
+            return
+        }
+        packet.senderBefore = peer.sender
+        packet.tickets = [] // posted again after being taken back: the old tickets are done
         let overflows = peer.sender.journalOverflows
         let post = { (bytes: UnsafeRawBufferPointer) in
             self.counters.packetsSent += 1
-            if let ticket = self.lane?.post(bytes, to: peer.dataAddress, at: packet.time) {
-                packet.tickets.append(ticket)
-            } else {
-                self.delegate.session(send: bytes, from: .data, to: peer.dataAddress)
-            }
+            packet.tickets.append(lane.post(bytes, to: peer.dataAddress, at: packet.time))
         }
         peer.sender.append(packet.message, tick: tick, post)
         peer.sender.flush(post)

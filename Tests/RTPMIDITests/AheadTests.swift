@@ -9,10 +9,14 @@ import Transport
 final class VirtualLane: PacketLane {
     let host: RecordingHost
     private var posted: [(bytes: [UInt8], to: NetworkAddress, due: MonotonicInstant, waiting: Bool)] = []
+    /// How many may wait at once.
+    var capacity = Int.max
 
     init(_ host: RecordingHost) { self.host = host }
 
-    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64? {
+    var hasRoom: Bool { waiting + 2 <= capacity }
+
+    func post(_ packet: UnsafeRawBufferPointer, to address: NetworkAddress, at due: MonotonicInstant) -> UInt64 {
         posted.append((Array(packet), address, due, true))
         return UInt64(posted.count - 1)
     }
@@ -106,6 +110,25 @@ final class VirtualLane: PacketLane {
         let sent = sequences(a)
         #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
         #expect(b.session.counters.sequenceGaps == 0)
+    }
+
+    /// A full lane: the packet goes when prepared, after what waited for the peer, counted; nothing out of order,
+    /// no sequence number twice.
+    @Test func aPacketTheLaneHasNoRoomForLeavesAtOnceAfterWhatWaitedForThePeer() {
+        let (net, a, b, lane) = connected()
+        lane.capacity = 2
+        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.sendAhead(.timingClock, at: later(net, 20))
+        #expect(a.session.counters.aheadSentEarly == 2, "the first, taken back, and the second")
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.flush()
+        lane.sendDue(until: later(net, 30))
+        net.deliver()
+        #expect(b.received.map(\.0).filter { $0 == .timingClock }.count == 2)
+        #expect(b.received.map(\.0).contains(noteOn(0, 60)))
+        #expect(b.session.counters.latePackets == 0)
+        let sent = sequences(a)
+        #expect(Set(sent).count == sent.count, "no sequence number twice: \(sent)")
     }
 
     /// A peer that leaves gets none of what waited for it.
