@@ -243,6 +243,15 @@ public struct JamConductor: Sendable {
         }
     }
 
+    /// This instance leaves (the daemon stops, or the jam goes): a clock it runs stops at its own outputs, and its
+    /// session's peers get no Stop. Leaving is not stopping: they learn it from the session's goodbye (BY) and do
+    /// what their `on-master-lost` says. `perform(.stop)` ends the song for everyone.
+    public mutating func leave(now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        guard generator.isRunning else { return }
+        withdrawAhead(now: now, emit: emit)
+        generator.stop(at: now) { emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: false, toLocal: true))) }
+    }
+
     /// The peer `ssrc` left the session (BY, timeout): its level goes, and if it led the rhythm ends or is handed over.
     public mutating func peerLeft(ssrc: UInt32, name: String, now: MonotonicInstant, emit: (JamOutput) -> Void) {
         aggregator.remove(.peer(ssrc: ssrc, name: name))

@@ -24,7 +24,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private let input = JamSink(), output = JamSource()
     /// The jam's routes to the session and to each clock output that runs, by the sink's name, with the IDs it
     /// enters them under, the sink's ID and whether it takes ticks ahead.
-    private var routes: [(sink: String, isSession: Bool, id: EndpointID, sinkID: EndpointID?, ahead: Bool)] = []
+    private var routes: [(sink: String, isSession: Bool, isPeer: Bool, id: EndpointID, sinkID: EndpointID?, ahead: Bool)] = []
     /// Ticks for outputs that do not take them ahead, by time, until due.
     private var waiting: [MIDIEvent] = []
     private var timer: DispatchSourceTimer?
@@ -93,8 +93,9 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         routes = wiring.configuration.allRoutes.enumerated().compactMap { index, route in
             guard route.from == [name], let sink = route.to.first, let id = wiring.routeIDs[name]?[index] else { return nil }
             let sinkID = wiring.ids[sink]
-            return (sink, wiring.configuration.endpoints.contains { $0.name == sink && $0.kind == .session }, id, sinkID,
-                    sinkID.map(wiring.engine.takesAhead) ?? false)
+            let kind = wiring.configuration.endpoints.first { $0.name == sink }?.kind
+            let isPeer = if case .peer = kind { true } else { false }
+            return (sink, kind == .session, isPeer, id, sinkID, sinkID.map(wiring.engine.takesAhead) ?? false)
         }
         guard conductor == nil else { return }
         let identity = identity ?? (ssrc: UInt32.random(in: 1...UInt32.max), name: "jambridge")
@@ -114,10 +115,14 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         }
     }
 
-    /// Ends the jam's sending, as its source stops (before the engine stops): a clock it runs sends Stop.
+    /// Ends the jam's sending, as its source stops (before the engine stops): a clock it runs sends Stop to this
+    /// instance's clock outputs, not to the session (leaving is not stopping: its peers hear the session's goodbye).
     fileprivate func finish() {
         engine?.queue.sync {
-            if conductor?.generator.isRunning == true { _ = jam(.stop) }
+            if conductor?.generator.isRunning == true {
+                drive { $0.leave(now: MonotonicClock.now(), emit: $1) }
+                logger.info("jam: leaving the session's song to its peers; stopped at this instance's clock outputs")
+            }
             summarizeChanges()
             routes = []
             waiting = []
@@ -256,11 +261,14 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private func perform(_ outputs: [JamOutput]) {
         guard let engine else { return }
         let now = MonotonicClock.now()
+        // What goes to the session reaches every peer: a `peer:` clock output does not get it a second time.
+        let session = routes.contains(where: \.isSession)
         engine.routeBatch {
             for output in outputs {
                 switch output {
                 case .deliver(let delivery):
-                    for route in routes where route.isSession ? delivery.toSession : delivery.toLocal && route.sink != delivery.except {
+                    for route in routes where route.isSession ? delivery.toSession
+                        : delivery.toLocal && route.sink != delivery.except && !(route.isPeer && session && delivery.toSession) {
                         let event = MIDIEvent(delivery.message, from: route.id, at: delivery.time)
                         if route.ahead || delivery.time.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
                             engine.routeOnQueue(event)

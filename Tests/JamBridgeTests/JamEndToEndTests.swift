@@ -187,4 +187,91 @@ import Testing
         let first = listener.lines.first { $0.contains("fa") }
         #expect(first == "fa00f800b00700", "\(listener.lines.prefix(5))")
     }
+
+    /// Issue 31: a master that quits (SIGTERM) says goodbye without Stop: a follower with `on-master-lost: next`
+    /// carries the song; one with `stop` stops.
+    @Test(arguments: ["next", "stop"]) func aMasterThatQuitsLeavesTheSongToItsFollowers(_ policy: String) throws {
+        let directory = try temporaryDirectory()
+        let portA = freshSessionPort(), portB = portA + 2
+        let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
+        try "session: { name: jam-a, port: \(portA), bind: 127.0.0.1, advertise: false, invite: [{ host: 127.0.0.1, port: \(portB) }] }\nclock: {}\n"
+            .write(to: fileA, atomically: true, encoding: .utf8)
+        try "session: { name: jam-b, port: \(portB), bind: 127.0.0.1, advertise: false }\nclock: { on-master-lost: \(policy) }\n"
+            .write(to: fileB, atomically: true, encoding: .utf8)
+        let b = try JamBridgeProcess(["run", "--stop-after", "60", fileB.path])
+        let a = try JamBridgeProcess(["run", "--stop-after", "60", fileA.path])
+        defer {
+            a.interrupt()
+            b.interrupt()
+        }
+        #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
+        #expect(try jambridge(["start", "--pid", "\(a.pid)"]).status == 0)
+        #expect(try waitForStatus(b, containing: "clock master jam-a").contains("jam: follower, clock master jam-a"))
+        Thread.sleep(forTimeInterval: 1)
+        a.interrupt()
+        let logA = a.finish(killingAfter: 20)
+        #expect(logA.err.contains("jam: leaving the session's song to its peers"), "\(logA.err)")
+        if policy == "next" {
+            #expect(try waitForStatus(b, containing: "jam: master").contains("jam: master, clock master jam-b"))
+            #expect(b.waitForError(containing: "continues the song"), "\(b.errorSoFar)")
+        } else {
+            #expect(try waitForStatus(b, containing: "jam: idle").contains("jam: idle"))
+        }
+        #expect(!b.errorSoFar.contains("jam-a stopped the rhythm"), "\(b.errorSoFar)")
+    }
+
+    /// Issue 31: a `peer:` endpoint listed in `clock: to:` of an instance that leads gets each tick, and the Start,
+    /// once (the session route reaches it already).
+    @Test func aPeerListedAsAClockOutputGetsEachTickOnce() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let directory = try temporaryDirectory()
+        let port = freshSessionPort()
+        let file = directory.appendingPathComponent("master.yaml")
+        try """
+            session: { name: master, port: \(port), bind: 127.0.0.1, advertise: false }
+            clock: { to: [listener] }
+            endpoints:
+              listener: { peer: listener }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let master = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        defer { master.interrupt() }
+        #expect(waitUntilBound([port, port + 1]))
+        // Counts the Starts and ticks in the RTP packets of 2 s from the first Start (one command per byte: the
+        // master sends clock and transport with delta 0 or in packets of their own).
+        let listener = try LineReadingProcess(peersPython, ["-c", """
+            import socket, sys, time
+            sys.path.insert(0, "\(repositoryRoot.appendingPathComponent("Tests/Peers").path)")
+            from applemidi import Player
+            player = Player(int(sys.argv[1]), "listener")
+            assert player.join()
+            print("joined", flush=True)
+            player.data.settimeout(0.2)
+            starts, ticks, end = 0, 0, None
+            while end is None or time.monotonic() < end:
+                try:
+                    datagram = player.data.recv(65536)
+                except socket.timeout:
+                    continue
+                if datagram[:2] == b"\\xff\\xff":
+                    continue
+                flags = datagram[12]
+                length, start = (((flags & 15) << 8) | datagram[13], 14) if flags & 0x80 else (flags & 15, 13)
+                commands = datagram[start:start + length]
+                if 0xFA in commands and end is None:
+                    end = time.monotonic() + 2
+                if end is not None:
+                    starts += commands.count(0xFA)
+                    ticks += commands.count(0xF8)
+            print("starts %d ticks %d" % (starts, ticks), flush=True)
+            """, "\(port)"])
+        defer { listener.kill() }
+        #expect(listener.waitForLine(containing: "joined"))
+        #expect(try jambridge(["start", "--pid", "\(master.pid)"]).status == 0)
+        #expect(listener.waitForLine(containing: "starts"))
+        let counts = try #require(listener.lines.first { $0.hasPrefix("starts") }?.split(separator: " ").compactMap { Int($0) })
+        #expect(counts.first == 1, "\(counts)")
+        // 2 s at 120 BPM is 96 ticks (and the one with the Start); twice that if each came twice.
+        #expect((92...100).contains(counts.last ?? 0), "\(counts)")
+    }
+
 }

@@ -290,6 +290,21 @@ final class ConductorHarness {
         #expect(lastTotal?.message == .controlChange(channel: UInt4(masking: 0), controller: UInt7(masking: 7), value: UInt7(masking: 40)))
     }
 
+    /// This instance leaving while it leads: its own outputs get Stop at once, the session nothing (its peers hear
+    /// the goodbye), and no tick handed out ahead plays after it.
+    @Test func leavingStopsTheOwnOutputsAndTellsTheSessionNothing() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x1000, now: start)
+        jam.ahead = 100_000_000
+        _ = jam.perform(.start, at: at(0))
+        jam.run(until: at(1))
+        let sessionBefore = jam.session.count
+        jam.conductor.leave(now: at(1)) { jam.outputs.append(($0, at(1))) }
+        #expect(jam.session.count == sessionBefore)
+        #expect(jam.local.last?.message == .stop && jam.local.last?.time == at(1))
+        #expect(played(jam).allSatisfy { $0.time <= at(1) })
+        #expect(!jam.conductor.generator.isRunning)
+    }
+
     /// The master leaving: with `stop` the outputs get a Stop; with `next` this instance continues the song from
     /// where the follower had it (song position, Continue, ticks) in the session.
     @Test(arguments: [ElectionConfiguration.MasterLost.stop, .next]) func masterLeaves(_ policy: ElectionConfiguration.MasterLost) {
