@@ -59,6 +59,20 @@ public struct RTPMIDISender: Sendable {
         history.confirm(sequence, lastSent: self.sequence &- 1)
     }
 
+    /// True if appending `message` at `tick` may send a packet: the one being built is full, or too far from it in
+    /// time, or it is a SysEx (sent in segments).
+    public func sends(appending message: MIDIMessage, tick: UInt32) -> Bool {
+        if case .sysEx = message { return true }
+        return commandCount > 0 && (buffer.count + Self.shortCommandRoom > maxDatagram || tick &- lastTick > Self.maxDelta)
+    }
+
+    /// Takes back the packets sent since `earlier`, a copy of this sender from before them, which will never leave:
+    /// the sequence numbers and the journal's history are `earlier`'s again. What waits to be sent stays.
+    public mutating func rewind(to earlier: RTPMIDISender) {
+        sequence = earlier.sequence
+        history = earlier.history
+    }
+
     /// Sends a packet with no commands and the journal, stamped `tick`.
     public mutating func sendJournal(tick: UInt32, _ send: (UnsafeRawBufferPointer) -> Void) {
         flush(send)

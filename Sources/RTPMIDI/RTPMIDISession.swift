@@ -514,7 +514,9 @@ public final class RTPMIDISession {
         lastSendTime = time
         for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
             peer.releasedSinceSync.insertRelease(message)
-            withSender(of: peer) { sender, send in sender.append(message, tick: tick, send) }
+            sending(to: peer, finishes: peer.sender.sends(appending: message, tick: tick)) { sender, send in
+                sender.append(message, tick: tick, send)
+            }
         }
         for index in departed.indices where accepting(departed[index].peer.info)
             && departed[index].peer.sent.admitRelease(message) {
@@ -525,7 +527,8 @@ public final class RTPMIDISession {
     /// Prepares `message`, a clock or transport message due at `time`, for every connected peer (or only those
     /// `accepting`) now, and posts the packets to the lane, which sends them at `time`: a clock output that leaves on
     /// time whatever holds this session's thread then. A packet sent to a peer before that takes its prepared
-    /// packets back and they are prepared again after it, so that the peer's sequence numbers keep their order.
+    /// packets back just before it leaves, and they are prepared again right after it (`sending`), so that the peer's
+    /// sequence numbers keep their order.
     /// Anything else, or without a lane, is `send`.
     public func sendAhead(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: (PeerInfo) -> Bool = { _ in true }) {
         guard lane != nil, message.isClockOrTransport else { return send(message, at: time, to: accepting) }
@@ -540,7 +543,7 @@ public final class RTPMIDISession {
     /// hands); those due by then leave as prepared.
     public func withdrawAhead(after time: MonotonicInstant) {
         for peer in peers.values {
-            peer.withdrawn = takeBackAhead(peer).filter { $0.time <= time }
+            peer.withdrawn = (takeBackAhead(peer) + peer.withdrawn).filter { $0.time <= time }
             repostWithdrawn(peer)
         }
     }
@@ -553,7 +556,7 @@ public final class RTPMIDISession {
 
     private func flush(_ peer: SessionPeer) {
         if !peer.sender.isEmpty {
-            withSender(of: peer) { sender, send in sender.flush(send) }
+            sending(to: peer, finishes: true) { sender, send in sender.flush(send) }
             if peer.sender.hasUnconfirmedHistory {
                 peer.guardInterval = configuration.guardPacketDelay
                 peer.guardDue = lastSendTime.advanced(byNanoseconds: peer.guardInterval)
@@ -597,8 +600,10 @@ public final class RTPMIDISession {
         }
     }
 
-    /// Posts again, in order, the packets taken back for one sent before them.
+    /// Posts again, in order, the packets taken back for one sent before them; not while commands wait in the
+    /// sender (they would leave with the first): `flush` posts them after those.
     private func repostWithdrawn(_ peer: SessionPeer) {
+        guard peer.sender.isEmpty else { return }
         let withdrawn = peer.withdrawn
         peer.withdrawn = []
         for packet in withdrawn { post(packet, to: peer) }
@@ -612,7 +617,8 @@ public final class RTPMIDISession {
     }
 
     /// Takes back `peer`'s prepared packets that have not left, newest first (so that none leaves after a later one
-    /// was taken back), and puts its sender back as it was before the oldest of them. Returns them, oldest first.
+    /// was taken back), and rewinds its sender to before the oldest of them (what waits in it stays). Returns them,
+    /// oldest first.
     private func takeBackAhead(_ peer: SessionPeer) -> [AheadPacket] {
         guard let lane, !peer.ahead.isEmpty else { return [] }
         var first = peer.ahead.count
@@ -624,7 +630,7 @@ public final class RTPMIDISession {
             first -= 1
         }
         let taken = Array(peer.ahead[first...])
-        if let oldest = taken.first { peer.sender = oldest.senderBefore }
+        if let oldest = taken.first { peer.sender.rewind(to: oldest.senderBefore) }
         peer.ahead = []
         return taken
     }
@@ -634,20 +640,30 @@ public final class RTPMIDISession {
         guard !releases.isEmpty else { return }
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(now))
         lastSendTime = now
-        withSender(of: peer) { sender, send in
-            for message in releases {
-                peer.releasedSinceSync.insertRelease(message)
+        for message in releases {
+            peer.releasedSinceSync.insertRelease(message)
+            sending(to: peer, finishes: peer.sender.sends(appending: message, tick: tick)) { sender, send in
                 sender.append(message, tick: tick, send)
             }
         }
         flush(peer)
     }
 
-    /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows; packets prepared
-    /// ahead and not sent yet are taken back first (`flush` posts them again).
+    /// Runs `body` on `peer`'s sender; if it `finishes` a packet (sends it), the packets prepared ahead that have not
+    /// left are taken back just before and posted again right after (or at `flush`, if commands wait in the sender),
+    /// so that the peer's sequence numbers never go backwards and a tick is out of the lane only while a packet is
+    /// sent.
+    private func sending(to peer: SessionPeer, finishes: Bool,
+                         _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
+        guard finishes, !peer.ahead.isEmpty else { return withSender(of: peer, body) }
+        peer.withdrawn = takeBackAhead(peer) + peer.withdrawn
+        withSender(of: peer, body)
+        repostWithdrawn(peer)
+    }
+
+    /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows.
     private func withSender(of peer: SessionPeer,
                             _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
-        if !peer.ahead.isEmpty { peer.withdrawn += takeBackAhead(peer) }
         let overflows = peer.sender.journalOverflows
         body(&peer.sender) { packet in sendRTP(packet, to: peer) }
         counters.journalOverflows += peer.sender.journalOverflows - overflows
@@ -660,7 +676,7 @@ public final class RTPMIDISession {
             return
         }
         counters.guardPackets += 1
-        withSender(of: peer) { sender, send in
+        sending(to: peer, finishes: true) { sender, send in
             sender.sendJournal(tick: UInt32(truncatingIfNeeded: SessionClock.ticks(now)), send)
         }
         peer.guardInterval = min(peer.guardInterval * 2, configuration.guardPacketMaximumInterval)

@@ -21,7 +21,11 @@ final class VirtualLane: PacketLane {
         return UInt64(posted.count - 1)
     }
 
+    /// How many packets were taken back.
+    private(set) var takenBack = 0
+
     func takeBack(_ ticket: UInt64) -> Bool {
+        if posted[Int(ticket)].waiting { takenBack += 1 }
         defer { posted[Int(ticket)].waiting = false }
         return posted[Int(ticket)].waiting
     }
@@ -94,6 +98,23 @@ final class VirtualLane: PacketLane {
         #expect(b.session.counters.sequenceGaps == 0)
         #expect(b.session.counters.latePackets == 0)
         #expect(a.session.counters.packetsSent == sent.count)
+    }
+
+    /// A tick waits in the lane while notes gather in the packet being built; it is taken back only as that packet
+    /// leaves, and posted again at once after it: out of the lane only while a packet is sent.
+    @Test func aTickIsTakenBackOnlyAsAPacketLeaves() {
+        let (net, a, b, lane) = connected()
+        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.send(noteOn(0, 64), at: net.now)
+        #expect(lane.takenBack == 0 && lane.waiting == 1)
+        a.session.flush()
+        #expect(lane.takenBack == 1 && lane.waiting == 1)
+        lane.sendDue(until: later(net, 10))
+        net.deliver()
+        #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 64), .timingClock])
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
     }
 
     /// Withdrawn after an instant (the song stopped), the ticks due later never leave, those due by then do, and
