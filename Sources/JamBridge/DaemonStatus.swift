@@ -53,6 +53,23 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// Everything the session counted, by `SessionCounters`' names (packets in and out, malformed, lost,
         /// repaired, invitations refused...).
         public var counters: [String: Int]
+        /// Our invitations (`invite:`, Bonjour finds) that have not made a session, in the order they were given.
+        public var invitations: [Invitation] = []
+    }
+
+    /// An invitation of ours that has not made a session (yet).
+    public struct Invitation: Codable, Equatable, Sendable {
+        /// As `invite:` gave it, `host:port`, or the Bonjour name.
+        @NetworkIdentity public var label: String
+        /// Its control port's address.
+        @NetworkIdentity public var address: String
+        /// `inviting` (no answer yet), `joining` (its control port answered, its data port not yet) or `waiting` (it
+        /// refused or left: invited again in 10 s).
+        public var state: String
+        /// Invitations (INs) sent since it last joined, refused or left; all but the last one unanswered.
+        public var tries: Int
+        /// Seconds since the first of them; absent before any.
+        public var secondsSinceFirstTry: Double?
     }
 
     /// A connected peer of the session.
@@ -299,6 +316,7 @@ extension DaemonStatus {
                 let offset = peer.clockOffsetMs.map { ", clock offset \(String(format: "%+.1f", $0)) ms" } ?? ""
                 lines.append("  peer '\(peer.name)' at \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us")): \(clock)\(offset), \(counted(peer.journalRepairs, "journal repair"))")
             }
+            for invitation in session.invitations { lines.append("  " + invitation.line) }
         }
         for (name, osc) in self.osc.sorted(by: { $0.key < $1.key }) {
             lines.append("\(name): OSC on \(osc.listen)")
@@ -332,6 +350,24 @@ extension DaemonStatus {
     /// `notAccepted` as "not accepted".
     private func words(_ name: String) -> String {
         name.reduce(into: "") { words, character in words += character.isUppercase ? " " + character.lowercased() : String(character) }
+    }
+}
+
+extension DaemonStatus.Invitation {
+    /// `inviting 127.0.0.1:25100: 5 invitations unanswered, the first 8 s ago`.
+    var line: String {
+        let what = switch state {
+        case "joining": "its control port answered, its data port not yet"
+        case "waiting": "it refused or left; invited again shortly"
+        default: "no answer yet"
+        }
+        let since = secondsSinceFirstTry.map { ", the first \(Int($0)) s ago" } ?? ""
+        return "inviting \(Self.naming(label, at: address)): \(what) (\(counted(tries, "invitation"))\(since))"
+    }
+
+    /// `label`, and the address it stands for unless it says it already (`invite: 127.0.0.1:25100`).
+    static func naming(_ label: String, at address: String) -> String {
+        label == address ? address : "\(label) at \(address)"
     }
 }
 

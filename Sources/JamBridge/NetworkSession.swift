@@ -188,7 +188,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
                                                        clockOffsetMs: peer.clock.map { Double($0.offset) / 10 },
                                                        journalRepairs: peer.journalRepairs)
                                  },
-                                 counters: session.counters.named)
+                                 counters: session.counters.named,
+                                 invitations: session.pendingInvitations.map { DaemonStatus.Invitation($0, now: MonotonicClock.now()) })
         }
     }
 
@@ -208,7 +209,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
                 logger.warning("session '\(configuration.name)': \(counted(failures, "clock datagram")) refused by the kernel")
             }
             let c = session.counters
-            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.badClockSyncs) clock syncs with impossible round trips, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed")
+            logger.info("session '\(configuration.name)' stopped: \(c.packetsReceived) packets in (\(c.messagesReceived) messages), \(c.packetsSent) out, \(c.malformed) malformed, \(c.unknownSender) from unknown senders, \(c.badClockSyncs) clock syncs with impossible round trips, \(c.sequenceGaps) lost, \(c.repairs) losses repaired from journals with \(c.repairMessages) messages, \(c.latePackets) late packets dropped, \(c.lateEvents) events played late, \(c.guardPackets) journal-only packets out, \(c.journalOverflows) journal overflows, \(c.sysExDropped) SysEx dropped, \(c.invitationsRejected) invitations refused (\(c.invitationsOverLimit) over the limits), \(c.halfOpenExpired) never completed, \(c.invitationsUnanswered) of our own unanswered")
         }
         ports.waitUntilClosed()
         self.sink = nil
@@ -303,6 +304,14 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) {
         logger.warning("invitation to \(target) at \(address) failed: \(reason); trying again later")
     }
+
+    func session(invitationUnanswered invitation: PendingInvitation) {
+        let seconds = Int(DaemonStatus.Invitation(invitation, now: MonotonicClock.now()).secondsSinceFirstTry ?? 0)
+        let why = invitation.state == .joining
+            ? "its control port accepted, but its data port \(invitation.address.port &+ 1) does not answer: a firewall may let only the first port through"
+            : "nothing listens there, a firewall drops them, or the peer is down"
+        logger.warning("no answer from \(DaemonStatus.Invitation.naming(invitation.label, at: "\(invitation.address)")) to \(counted(invitation.tries, "invitation")) in \(seconds) s: \(why); still inviting it, every \(configuration.invitationMaximumInterval / 1_000_000_000) s at most (said again after \(configuration.invitationWarningInterval / 1_000_000_000) s, then less and less often)")
+    }
 }
 
 /// The `session` endpoint as a sink: what routes send to it goes to every peer.
@@ -327,6 +336,14 @@ final class SessionSink: SinkEndpoint, @unchecked Sendable {
     }
 
     func stop() {}
+}
+
+extension DaemonStatus.Invitation {
+    /// `pending` as the status shows it at `now`.
+    init(_ pending: PendingInvitation, now: MonotonicInstant) {
+        self.init(label: pending.label, address: "\(pending.address)", state: pending.state.rawValue, tries: pending.tries,
+                  secondsSinceFirstTry: pending.firstTry.map { Double(max(0, Int64(bitPattern: now.nanoseconds &- $0.nanoseconds))) / 1e9 })
+    }
 }
 
 extension SessionCounters {

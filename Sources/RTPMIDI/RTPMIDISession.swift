@@ -25,8 +25,18 @@ public protocol RTPMIDISessionDelegate: AnyObject {
     func session(peerReturned peer: PeerInfo)
     /// A datagram from `address` was dropped for `reason` (it is counted too).
     func session(dropped reason: String, from address: NetworkAddress)
-    /// An invitation to `target` failed (no answer, or rejected); it will be retried.
+    /// An invitation to `target` failed (rejected, or the session is full); it will be retried.
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String)
+    /// `invitation`'s tries went unanswered (`invitationWarningAfter` of them, then again now and then, see
+    /// `invitationWarningInterval`); it goes on.
+    func session(invitationUnanswered invitation: PendingInvitation)
+}
+
+extension RTPMIDISessionDelegate {
+    /// A delegate that does not tell the two apart hears of unanswered invitations as failed ones.
+    public func session(invitationUnanswered invitation: PendingInvitation) {
+        session(invitationFailed: invitation.label, at: invitation.address, reason: "no answer to \(invitation.tries) invitations")
+    }
 }
 
 /// What the session has counted since it started.
@@ -75,6 +85,9 @@ public struct SessionCounters: Equatable, Sendable {
     public var peersReturned = 0
     /// Packets prepared ahead sent when prepared (early) because the lane had no room.
     public var aheadSentEarly = 0
+    /// INs of ours that went unanswered until the next try was due (an address where nothing listens costs one
+    /// every 1-4 s).
+    public var invitationsUnanswered = 0
 }
 
 /// An AppleMIDI session, sans I/O: feed it datagrams and the time, call `tick` at
@@ -194,7 +207,7 @@ public final class RTPMIDISession {
         let info = PeerInfo(ssrc: h.ssrc, name: name, address: address, weInvited: false, clock: nil)
         halfOpen.insert(info, token: h.token, expires: now.advanced(byNanoseconds: configuration.halfOpenTimeout))
         for index in targets.indices where targets[index].address == address {
-            targets[index].state = .connected(ssrc: h.ssrc) // it invited us first: no need to invite it
+            targets[index].answered(then: .connected(ssrc: h.ssrc)) // it invited us first: no need to invite it
         }
         sendSession(.accepted(.init(token: h.token, ssrc: ssrc, name: configuration.name)), from: .control, to: address)
     }
@@ -283,13 +296,12 @@ public final class RTPMIDISession {
             invitation.attempts = 1
             invitation.nextAttempt = now.advanced(byNanoseconds: configuration.invitationInterval)
             targets[index].state = .inviting(invitation)
-            sendSession(.invitation(.init(token: invitation.token, ssrc: ssrc, name: configuration.name)),
-                        from: .data, to: invitation.address.with(port: invitation.address.port &+ 1))
+            sendInvitation(index, invitation, now: now)
         case (.data, .data):
             if let existing = peers[invitation.peerSSRC] { remove(existing, reason: .reinvited, now: now) }
             if let full = fullSession {
                 sendSession(.bye(.init(token: invitation.token, ssrc: ssrc, name: nil)), from: .control, to: invitation.address)
-                targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+                targets[index].answered(then: .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay)))
                 delegate.session(invitationFailed: targets[index].label, at: targets[index].address, reason: full)
                 return
             }
@@ -300,7 +312,7 @@ public final class RTPMIDISession {
             peer.dataAddress = address
             peers[info.ssrc] = peer
             controlSSRCByDataSSRC[h.ssrc] = info.ssrc
-            targets[index].state = .connected(ssrc: info.ssrc)
+            targets[index].answered(then: .connected(ssrc: info.ssrc))
             delegate.session(peerJoined: info)
             takeOver(peer, now: now)
             startClockSync(peer, now: now)
@@ -313,7 +325,7 @@ public final class RTPMIDISession {
         guard let index = targets.firstIndex(where: {
             if case .inviting(let invitation) = $0.state { invitation.token == h.token } else { false }
         }) else { return }
-        targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+        targets[index].answered(then: .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay)))
         delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
                          reason: "'\(Self.peerName(h))' rejected the invitation")
     }
@@ -326,7 +338,7 @@ public final class RTPMIDISession {
             if case .inviting(let invitation) = $0.state { invitation.address.isSameHost(as: address) && invitation.peerSSRC == h.ssrc }
             else { false }
         }) {
-            targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay))
+            targets[index].answered(then: .waiting(until: now.advanced(byNanoseconds: configuration.reinvitationDelay)))
         }
     }
 
@@ -707,6 +719,11 @@ public final class RTPMIDISession {
         targets.removeAll { $0.address == address }
     }
 
+    /// The targets invited and not connected, in the order they were given.
+    public var pendingInvitations: [PendingInvitation] {
+        targets.compactMap(\.pending)
+    }
+
     // MARK: Time
 
     /// When `tick` must next be called, if anything is pending.
@@ -781,12 +798,13 @@ public final class RTPMIDISession {
             targets[index].state = .inviting(Invitation(address: targets[index].address, token: random(), nextAttempt: now))
         case .inviting(let invitation):
             guard now >= invitation.nextAttempt else { return }
+            if invitation.attempts > 0 { counters.invitationsUnanswered += 1 } // the last IN's time to answer is over
         }
+        reportUnanswered(index, now: now)
         guard case .inviting(var invitation) = targets[index].state else { return }
         guard invitation.attempts < configuration.invitationAttempts else {
+            // A new round, with a new token, `invitationMaximumInterval` on (reported by `reportUnanswered`, not once a round).
             targets[index].state = .waiting(until: now.advanced(byNanoseconds: configuration.invitationMaximumInterval))
-            delegate.session(invitationFailed: targets[index].label, at: targets[index].address,
-                             reason: "no answer to \(invitation.attempts) invitations")
             return
         }
         invitation.attempts += 1
@@ -794,10 +812,30 @@ public final class RTPMIDISession {
         let backoff = configuration.invitationInterval << UInt64(min(invitation.attempts / 3, 16))
         invitation.nextAttempt = now.advanced(byNanoseconds: min(backoff, configuration.invitationMaximumInterval))
         targets[index].state = .inviting(invitation)
+        sendInvitation(index, invitation, now: now)
+    }
+
+    /// Sends target `index` `invitation`'s IN, to the port of its phase, and counts the try.
+    private func sendInvitation(_ index: Int, _ invitation: Invitation, now: MonotonicInstant) {
+        targets[index].tries += 1
+        if targets[index].firstTry == nil { targets[index].firstTry = now }
         let (port, address) = invitation.phase == .control
             ? (SessionPort.control, invitation.address)
             : (SessionPort.data, invitation.address.with(port: invitation.address.port &+ 1))
         sendSession(.invitation(.init(token: invitation.token, ssrc: ssrc, name: configuration.name)), from: port, to: address)
+    }
+
+    /// Reports target `index`, whose next try is due, if `invitationWarningAfter` tries went unanswered: first
+    /// at once, then `invitationWarningInterval` later, at doubling waits up to `invitationWarningMaximumInterval`.
+    private func reportUnanswered(_ index: Int, now: MonotonicInstant) {
+        let target = targets[index]
+        guard target.tries >= configuration.invitationWarningAfter, now >= target.nextWarning ?? now,
+              let pending = target.pending else { return }
+        let interval = target.nextWarning == nil ? configuration.invitationWarningInterval
+                                                 : min(target.warningInterval * 2, configuration.invitationWarningMaximumInterval)
+        targets[index].warningInterval = interval
+        targets[index].nextWarning = now.advanced(byNanoseconds: interval)
+        delegate.session(invitationUnanswered: pending)
     }
 
     private func startClockSync(_ peer: SessionPeer, now: MonotonicInstant) {
@@ -905,7 +943,7 @@ public final class RTPMIDISession {
         let peer = record.peer
         if let target = targets.firstIndex(where: { $0.address == peer.info.address }) {
             if case .inviting(let invitation) = targets[target].state { targets[target].supersededToken = invitation.token }
-            targets[target].state = .connected(ssrc: peer.info.ssrc)
+            targets[target].answered(then: .connected(ssrc: peer.info.ssrc))
         }
         peers[peer.info.ssrc] = peer
         controlSSRCByDataSSRC[peer.dataSSRC] = peer.info.ssrc

@@ -51,6 +51,13 @@ public struct SessionConfiguration: Sendable {
     /// ...and after this many the attempt is reported as failed and begins again after
     /// `invitationMaximumInterval`, so a peer that comes back is found within that.
     public var invitationAttempts = 12
+    /// A target whose INs went unanswered is reported (`invitationUnanswered`) when this many did: after the quick
+    /// tries of the first 4 s, so that an address with a typo in it, or nothing listening there, shows at once...
+    public var invitationWarningAfter = 3
+    /// ...then again this long after, at doubling waits up to `invitationWarningMaximumInterval`: an address invited
+    /// for a week in vain costs the log a line an hour, not one a round (every 40 s).
+    public var invitationWarningInterval: UInt64 = 60_000_000_000
+    public var invitationWarningMaximumInterval: UInt64 = 3_600_000_000_000
     /// After a rejected invitation or a peer's BY, invite again after this long (a peer that
     /// said no or left on purpose is not pestered).
     public var reinvitationDelay: UInt64 = 10_000_000_000

@@ -271,4 +271,53 @@ struct InvitationTarget {
     /// The token of an invitation called off because the peer came back by itself before answering it: an OK for
     /// it means the peer took our BY after all, and the invitation goes on.
     var supersededToken: UInt32?
+    /// INs sent since it last joined, refused or left, over every round, and when the first of them went.
+    var tries = 0
+    var firstTry: MonotonicInstant?
+    /// When its unanswered tries may be reported again, and the wait after that (see `invitationWarningInterval`);
+    /// nil before the first report.
+    var nextWarning: MonotonicInstant?
+    var warningInterval: UInt64 = 0
+
+    /// It answered (joined, refused, left, or invited us): goes on in `state`, its tries and reports starting again.
+    mutating func answered(then state: State) {
+        self.state = state
+        tries = 0
+        firstTry = nil
+        nextWarning = nil
+    }
+
+    /// What `RTPMIDISession.pendingInvitations` shows of it; nil once it is connected.
+    var pending: PendingInvitation? {
+        let shown: PendingInvitation.State
+        switch state {
+        case .connected: return nil
+        case .inviting(let invitation): shown = invitation.phase == .control ? .inviting : .joining
+        // Between two rounds of tries it is still being invited; with none since its last answer, it refused or left.
+        case .waiting: shown = tries > 0 ? .inviting : .waiting
+        }
+        return PendingInvitation(label: label, address: address, state: shown, tries: tries, firstTry: firstTry)
+    }
+}
+
+/// An invitation of ours that has not (yet) made a session: `RTPMIDISession.pendingInvitations`, and what
+/// `RTPMIDISessionDelegate.session(invitationUnanswered:)` reports.
+public struct PendingInvitation: Equatable, Sendable {
+    public enum State: String, Sendable {
+        /// INs go to its control port, none answered: nothing listens there, a firewall drops them, or it is down.
+        case inviting
+        /// Its control port accepted; INs go to its data port (the next one), none answered.
+        case joining
+        /// It refused or left: invited again after `reinvitationDelay`.
+        case waiting
+    }
+    /// `host:port` as `invite:` gave it, or a Bonjour name.
+    public var label: String
+    /// Its control port.
+    public var address: NetworkAddress
+    public var state: State
+    /// INs sent since it last joined, refused or left; all but the last one unanswered.
+    public var tries: Int
+    /// When the first of them went; nil before any.
+    public var firstTry: MonotonicInstant?
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JamBridge
 import MIDI
 import MIDITestSupport
 import Testing
@@ -88,6 +89,50 @@ func recordable(_ messages: [MIDIMessage]) -> [MIDIMessage] {
         // Every message arrives in order (the monitor shows them all); the take holds the music byte for byte.
         #expect(monitored(receiverResult.out, from: "session", to: "tape") == messages.map(\.description))
         #expect(try recorded(dir.appendingPathComponent("received.mid")) == recordable(messages))
+    }
+
+    /// Issue 31: an invitation to an address where nothing listens (a typo looks just like a peer that is down) is a
+    /// warning naming the address within seconds, shows in `status` and `status --json` with its tries, and the stop
+    /// line counts the invitations that went unanswered.
+    @Test func anInvitationNobodyAnswersIsWarnedOfShownInStatusAndCountedAtStop() throws {
+        let dir = try temporaryDirectory()
+        let port = freshSessionPort()
+        let nobody = port + 2 // free: freshSessionPort checked up to port + 3
+        let file = dir.appendingPathComponent("rack.yaml")
+        try """
+            session: { name: rack, port: \(port), bind: 127.0.0.1, advertise: false, invite: [ { host: 127.0.0.1, port: \(nobody) } ] }
+            endpoints:
+              tape: { record: received.mid }
+            routes:
+              - { from: session, to: tape }
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        defer { daemon.interrupt() }
+        let started = Date()
+        // INs at 0, 1 and 2 s unanswered: the warning comes as the 4th goes, at 4 s.
+        #expect(daemon.waitForError(containing: "no answer from 127.0.0.1:\(nobody) to 3 invitations in ", seconds: 15), "\(daemon.errorSoFar)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(daemon.waitForError(containing: "nothing listens there, a firewall drops them, or the peer is down; still inviting it",
+                                    seconds: 1), "\(daemon.errorSoFar)")
+
+        let session = try #require(try daemonStatus(daemon.pid)?.session)
+        let invitation = try #require(session.invitations.first, "\(session)")
+        #expect(session.invitations.count == 1)
+        #expect(invitation.label == "127.0.0.1:\(nobody)" && invitation.address == "127.0.0.1:\(nobody)" && invitation.state == "inviting",
+                "\(invitation)")
+        #expect(invitation.tries >= 4 && (invitation.secondsSinceFirstTry ?? 0) >= 4, "\(invitation)")
+        #expect((session.counters["invitationsUnanswered"] ?? 0) >= 3, "\(session.counters)")
+        let text = try jambridge(["status", "--pid", "\(daemon.pid)"], killingAfter: 30)
+        #expect(text.out.contains("\n  inviting 127.0.0.1:\(nobody): no answer yet ("), "\(text.out)")
+
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 30)
+        #expect(result.status == 0, "\(result.err)")
+        // The warning came once: the next is a minute on.
+        #expect(result.err.components(separatedBy: "no answer from 127.0.0.1:\(nobody)").count == 2, "\(result.err)")
+        let stop = try #require(result.err.split(separator: "\n").first { $0.contains("session 'rack' stopped:") })
+        let unanswered = try #require(stop.firstMatch(of: /, (\d+) of our own unanswered/), "\(stop)")
+        #expect(Int(unanswered.1)! >= 3, "\(stop)")
     }
 
     @Test func aPeerThatLeavesWithNotesHeldHasThemReleasedDownstream() throws {

@@ -19,6 +19,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
     var returned: [PeerInfo] = []
     var dropped: [String] = []
     var failedInvitations: [String] = []
+    var unansweredInvitations: [PendingInvitation] = []
     /// When the sender meant each message received, as the session read it (RTP timestamp through the CK offset).
     var senderTimes: [MonotonicInstant?] = []
 
@@ -47,6 +48,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
     func session(invitationFailed target: String, at address: NetworkAddress, reason: String) {
         failedInvitations.append(reason)
     }
+    func session(invitationUnanswered invitation: PendingInvitation) { unansweredInvitations.append(invitation) }
 
     /// Session packets sent so far, decoded.
     var sentSessionPackets: [SessionPacket] {
@@ -284,9 +286,65 @@ final class VirtualNetwork {
             if count > seen { times.append(Double(step) / 10) }
             seen = count
         }
-        // 1 s apart, then 2 s, then 4 s; after 12 the failure is reported and a new round begins 4 s later.
+        // 1 s apart, then 2 s, then 4 s; after 12 a new round begins 4 s later. It was reported after the first 3
+        // (see the next test), not as each round ends.
         #expect(times.prefix(13) == [0, 1, 2, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40])
-        #expect(a.failedInvitations == ["no answer to 12 invitations"])
+        #expect(a.unansweredInvitations.map(\.tries) == [3])
+        #expect(a.failedInvitations.isEmpty)
+    }
+
+    /// Issue 31: an address where nothing answers (a typo, a peer that is down) is reported after the first 3 tries,
+    /// then at doubling waits from a minute up to an hour, shows as pending with its tries, and is counted; once it
+    /// has answered, its next silence is reported as quickly as the first.
+    @Test func anUnansweredInvitationIsReportedAfterThreeTriesThenRarelyAndShowsAsPending() throws {
+        let net = VirtualNetwork()
+        let a = net.add(1, name: "A", ssrc: 100)
+        let nobody = NetworkAddress(ipv4: 10, 0, 0, 9, port: 5004)
+        let start = net.now
+        a.session.invite(nobody, label: "typo.local:5004", now: net.now)
+        net.deliver()
+        #expect(a.session.pendingInvitations == [PendingInvitation(label: "typo.local:5004", address: nobody, state: .inviting,
+                                                                   tries: 1, firstTry: start)])
+        var reports: [Int] = []
+        for second in 1...11_000 { // 3 h 3 min, in 1 s steps: every try falls on a whole second
+            net.run(seconds: 1, step: 1)
+            if a.unansweredInvitations.count > reports.count { reports.append(second) }
+            if second == 4 {
+                // INs at 0, 1 and 2 s went unanswered: reported as the 4th goes.
+                #expect(a.unansweredInvitations == [PendingInvitation(label: "typo.local:5004", address: nobody, state: .inviting,
+                                                                      tries: 3, firstTry: start)])
+                #expect(a.session.counters.invitationsUnanswered == 3)
+                #expect(a.session.pendingInvitations.map(\.tries) == [4])
+            }
+            if second == 40 { // a round of 12 ended at 36 s; the next began at 40 s
+                #expect(a.session.counters.invitationsUnanswered == 12)
+                #expect(a.session.pendingInvitations.map(\.tries) == [13])
+            }
+        }
+        // After 4 s, then 1, 2, 4, 8, 16 and 32 minutes later (at the next try due), then hourly: 9 lines in 3 hours,
+        // where each 40 s round made one before.
+        #expect(reports == [4, 64, 184, 424, 904, 1864, 3784, 7384, 10_984])
+        #expect(a.unansweredInvitations.allSatisfy { $0.firstTry == start && $0.state == .inviting })
+        #expect(a.failedInvitations.isEmpty)
+
+        // It comes up: joins at the next try, and is no longer pending.
+        let b = net.add(9, name: "B", ssrc: 900)
+        net.run(seconds: 4, step: 1)
+        #expect(a.joined.map(\.name) == ["B"])
+        #expect(a.session.pendingInvitations.isEmpty)
+        let unanswered = a.session.counters.invitationsUnanswered
+        // It leaves: waiting, with no tries, then its silence is reported 3 tries into the next round.
+        b.session.close(now: net.now)
+        net.deliver()
+        net.hosts.removeAll { $0 === b }
+        let left = net.now
+        #expect(a.session.pendingInvitations == [PendingInvitation(label: "typo.local:5004", address: nobody, state: .waiting,
+                                                                   tries: 0, firstTry: nil)])
+        a.unansweredInvitations.removeAll()
+        net.run(seconds: 14, step: 1) // invited again 10 s after its BY; INs at 10, 11 and 12 s, reported at 14 s
+        #expect(a.unansweredInvitations == [PendingInvitation(label: "typo.local:5004", address: nobody, state: .inviting,
+                                                              tries: 3, firstTry: left.advanced(byNanoseconds: 10_000_000_000))])
+        #expect(a.session.counters.invitationsUnanswered == unanswered + 3)
     }
 
     @Test func halfOpenInvitationsAreCappedAndExpireThenARealPeerStillJoins() {
