@@ -20,8 +20,10 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         precondition(jam.generator.tempo.isFinite && ClockGenerator.tempoRange.contains(jam.generator.tempo),
                      "tempo \(jam.generator.tempo) after \(request)")
         var fired = 0
-        while let deadline = jam.nextDeadline, deadline <= now.advanced(byNanoseconds: 1_000_000_000), fired < 1000 {
-            jam.fire(now: deadline) { _ in }
+        // As the daemon fires it: ticks handed out 100 ms ahead (JamPart.lead).
+        while let deadline = jam.nextDeadline(ahead: 100_000_000), deadline <= now.advanced(byNanoseconds: 1_000_000_000),
+              fired < 1000 {
+            jam.fire(now: deadline, ahead: 100_000_000) { _ in }
             fired += 1
         }
     }

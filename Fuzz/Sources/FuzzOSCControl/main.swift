@@ -53,8 +53,9 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             }
             now = now.advanced(byNanoseconds: 50_000_000)
             var fired = 0
-            while let deadline = jam.nextDeadline, deadline <= now, fired < 1000 {
-                jam.fire(now: deadline) { _ in }
+            // As the daemon fires it: ticks handed out 100 ms ahead (JamPart.lead).
+            while let deadline = jam.nextDeadline(ahead: 100_000_000), deadline <= now, fired < 1000 {
+                jam.fire(now: deadline, ahead: 100_000_000) { _ in }
                 fired += 1
             }
         }
