@@ -101,17 +101,22 @@ final class ControlSocket: Sendable {
         self.servers = servers
         self.logger = logger
         try Self.clearStale(path)
+        // Bound and listening under a name clients never look for (`unready`), then linked to `path`: a client that
+        // finds the socket is answered (one that came between bind and listen was refused), and a rival daemon that
+        // took `path` meanwhile keeps it (link fails with EEXIST).
+        let unready = path + ".new"
+        try Self.clearStale(unready)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlSocketError(path: path, problem: "cannot create it: \(String(cString: strerror(errno)))") }
-        guard let bound = withUnixAddress(path, { bind(fd, $0, $1) }) else {
+        guard let bound = withUnixAddress(unready, { bind(fd, $0, $1) }) else {
             close(fd)
             throw ControlSocketError(path: path, problem: "the path is too long for a Unix socket")
         }
+        defer { unlink(unready) }
         // Mode 0660 before it listens: until the chmod it has the umask's, and nobody can connect before `listen`.
-        guard bound == 0, chmod(path, 0o660) == 0 else {
+        guard bound == 0, chmod(unready, 0o660) == 0 else {
             let code = errno
             close(fd)
-            if bound == 0 { unlink(path) }
             throw ControlSocketError(path: path, problem: "cannot listen there: \(String(cString: strerror(code)))")
         }
         let gate = NIOLoopBoundBox.makeBoxSendingValue(ControlGate(limit: Self.clientLimit), as: ControlGate.self, eventLoop: servers.eventLoop)
@@ -137,11 +142,17 @@ final class ControlSocket: Sendable {
                     .withBoundSocket(fd)
             }
         } catch {
-            unlink(path)
             throw ControlSocketError(path: path, problem: "cannot listen there: \(error)")
         }
         // withBoundSocket listened with a backlog of 128: clients beyond the places wait in the largest there is.
         listen(fd, SOMAXCONN)
+        guard link(unready, path) == 0 else {
+            let code = errno
+            let listener = listener
+            try? servers.wait { listener.close() }
+            throw ControlSocketError(path: path, problem: code == EEXIST ? "another jambridge took it while this one started"
+                : "cannot listen there: \(String(cString: strerror(code)))")
+        }
     }
 
     /// Stops answering, closes every client and removes the socket; answers still being made are thrown away. Waits
