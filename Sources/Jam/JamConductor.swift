@@ -25,6 +25,9 @@ public struct JamDelivery: Hashable, Sendable {
     /// To the instance's clock outputs (`clock: { to: [...] }`) but `except`, the endpoint it came from.
     public var toLocal: Bool
     public var except: String?
+    /// To this one peer alone (a late joiner told where the song is): through the session if `toSession`, through the
+    /// clock outputs that reach it (`peer:` endpoints) if `toLocal`.
+    public var toPeer: UInt32? = nil
 }
 
 /// What the jam wants done: deliveries, and what to log.
@@ -117,6 +120,17 @@ public struct JamConductor: Sendable {
     static let transportSources = 64
     /// When the master next looks whether the total changed (every `ActivityAggregator.interval`); nil unless leading.
     private var totalDue: MonotonicInstant?
+    /// Peers that joined while a song runs, by SSRC: on the coming sixteenth they get its Song Position and Continue,
+    /// through the session if one of this instance's sources leads, else through the clock outputs that reach them (at
+    /// most `transportSources`).
+    private var joiners: [UInt32] = []
+    /// While no rhythm runs: the peer whose clock was heard, and its ticks in a row. A peer whose clock runs
+    /// `runningClockTicks` in a row leads, its Start unseen (this instance joined a running song).
+    private var runningClock: (source: ClockSource, ticks: Int)?
+    /// Ticks in a row (a beat) after which a peer's running clock counts as a song it leads.
+    public static let runningClockTicks = MIDIClock.ticksPerBeat
+    /// When the last tick of a peer that leads came: a master heard only by its clock leaves when it falls silent.
+    private var masterClockHeard: MonotonicInstant?
 
     public init(_ configuration: Configuration) {
         election = ClockElection(configuration: configuration.election)
@@ -156,14 +170,19 @@ public struct JamConductor: Sendable {
         let source = sender.clockSource
         switch message {
         case .timingClock:
-            let leads = election.master == source
+            var leads = election.master == source
             guard leads || (election.master == nil && !generator.isRunning) else {
                 counters.foreignTicks += 1
                 return true
             }
             follower.tick(arrival: arrival, senderTime: senderTime)
+            if !leads, case .peer = source { leads = heardRunning(source, senderTime: senderTime ?? arrival, now: arrival, emit: emit) }
+            if leads, case .local = sender, let tick = follower.songTick, tick % MIDIClock.ticksPerSixteenth == 0 {
+                greetJoiners(sixteenth: tick / MIDIClock.ticksPerSixteenth, at: arrival, emit: emit)
+            }
             if leads { relay(message, from: sender, at: arrival, emit: emit) }
             guard case .peer? = election.master else { return true }
+            masterClockHeard = arrival
             if regenerated == nil, follower.tempo == nil, let first = follower.songTick {
                 // The song's first tick comes before the follower has a timeline: it goes out as it came.
                 emit(.deliver(JamDelivery(message: .timingClock, time: senderTime ?? arrival, toSession: false, toLocal: true)))
@@ -177,6 +196,7 @@ public struct JamConductor: Sendable {
                 return true
             }
             let command = TransportCommand(message)!
+            if runningClock?.source == source { runningClock = nil }
             var sent = senderTime ?? arrival
             if let roundTrip, sent.nanoseconds(since: arrival) < -Double(roundTrip + Self.backdatingMargin) {
                 // Its sender time is its own word: the election believes it only as far as the trip allows.
@@ -252,8 +272,18 @@ public struct JamConductor: Sendable {
         generator.stop(at: now) { emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: false, toLocal: true))) }
     }
 
+    /// The peer `ssrc` joined the session while a song runs: it is told where the song is (Song Position and Continue
+    /// on the coming sixteenth, then the ticks it gets as before), as MIDI lets a device join a running song. While
+    /// this instance leads, through the session; while a peer leads (which tells the session), through the clock
+    /// outputs that reach it.
+    public mutating func peerJoined(ssrc: UInt32) {
+        guard election.master != nil, !joiners.contains(ssrc), joiners.count < Self.transportSources else { return }
+        joiners.append(ssrc)
+    }
+
     /// The peer `ssrc` left the session (BY, timeout): its level goes, and if it led the rhythm ends or is handed over.
     public mutating func peerLeft(ssrc: UInt32, name: String, now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        joiners.removeAll { $0 == ssrc }
         aggregator.remove(.peer(ssrc: ssrc, name: name))
         if let change = election.sourceLeft(.peer(ssrc: ssrc, name: name), now: now) { handle(change, now: now, emit: emit) }
     }
@@ -275,8 +305,14 @@ public struct JamConductor: Sendable {
     /// clock fell silent.
     public mutating func fire(now: MonotonicInstant, ahead: UInt64 = 0, emit: (JamOutput) -> Void) {
         let horizon = now.advanced(byNanoseconds: ahead + Self.earlyTolerance)
+        if !joiners.isEmpty, let (sixteenth, due) = comingSixteenth, due < horizon {
+            // Its ticks before, the greeting, then its first tick.
+            generator.ticks(until: due) { Self.send($0, emit: emit) }
+            if case .peer? = election.master { regenerate(until: MonotonicInstant(nanoseconds: due.nanoseconds - 1), emit: emit) }
+            greetJoiners(sixteenth: sixteenth, at: due, emit: emit)
+        }
         generator.ticks(until: horizon) { Self.send($0, emit: emit) }
-        if let master = election.master, master != instance, follower.isSilent(now: now) {
+        if let master = election.master, master != instance, follower.isSilent(now: now) || masterFellSilent(now: now) {
             follower.stop()
             if let change = election.sourceLeft(master, now: now) { handle(change, now: now, emit: emit) }
         }
@@ -294,12 +330,69 @@ public struct JamConductor: Sendable {
     public func nextDeadline(ahead: UInt64 = 0) -> MonotonicInstant? {
         let early = { (tick: MonotonicInstant?) in tick.map { MonotonicInstant(nanoseconds: $0.nanoseconds - min(ahead, $0.nanoseconds)) } }
         var deadlines = [early(generator.nextTickTime), totalDue]
-        if let master = election.master, master != instance { deadlines.append(follower.silenceDeadline) }
+        if let master = election.master, master != instance {
+            deadlines += [follower.silenceDeadline, masterClockHeard.map { $0.advanced(byNanoseconds: ClockFollower.silenceLimit + 1) }]
+        }
         if case .peer? = election.master, follower.isRunning {
             // Before the second tick there is no timeline yet: the next tick's arrival fires.
             deadlines.append(early((regenerated.map { $0 + 1 } ?? follower.songTick).flatMap { follower.time(atTick: Double($0)) }))
         }
         return deadlines.compactMap { $0 }.min()
+    }
+
+    /// The first sixteenth not handed out yet of the song this instance makes (the generator's, or the follower's
+    /// ticks), and its time; nil if it makes none (a local source leads: its ticks are relayed as they come).
+    private var comingSixteenth: (Int, MonotonicInstant)? {
+        let next: Int?
+        if election.master == instance, generator.isRunning {
+            next = generator.position
+        } else if case .peer? = election.master {
+            next = regenerated.map { $0 + 1 } ?? follower.songTick
+        } else {
+            next = nil
+        }
+        guard let next else { return nil }
+        let sixteenth = (next + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
+        return timeline(sixteenth * MIDIClock.ticksPerSixteenth).map { (sixteenth, $0) }
+    }
+
+    /// Tick `tick`'s time in the song this instance makes.
+    private func timeline(_ tick: Int) -> MonotonicInstant? {
+        election.master == instance ? generator.time(atTick: Double(tick)) : follower.time(atTick: Double(tick))
+    }
+
+    /// Tells the peers that joined where the song is: Song Position `sixteenth` and Continue at `time`, before that
+    /// sixteenth's first tick; through the session while one of this instance's sources leads, else through the clock
+    /// outputs.
+    private mutating func greetJoiners(sixteenth: Int, at time: MonotonicInstant, emit: (JamOutput) -> Void) {
+        let position = MIDIMessage.songPosition(UInt14(masking: UInt16(sixteenth % 0x4000)))
+        let leads = election.master?.isLocal ?? false
+        for ssrc in joiners {
+            for message in [position, .continue] {
+                emit(.deliver(JamDelivery(message: message, time: time, toSession: leads, toLocal: !leads, toPeer: ssrc)))
+            }
+        }
+        joiners = []
+    }
+
+    /// A tick from `source`, a peer, while no rhythm runs: after `runningClockTicks` in a row, it leads a song this
+    /// instance joined while it ran (its Start unseen, as a Continue sent at `senderTime`). Returns true if it leads.
+    private mutating func heardRunning(_ source: ClockSource, senderTime: MonotonicInstant, now: MonotonicInstant,
+                                       emit: (JamOutput) -> Void) -> Bool {
+        let ticks = runningClock?.source == source ? runningClock!.ticks + 1 : 1
+        runningClock = (source, ticks)
+        guard ticks >= Self.runningClockTicks else { return false }
+        runningClock = nil
+        let verdict = election.receive(.continue, from: source, senderTime: senderTime, now: now)
+        if let change = verdict.change { handle(change, now: now, emit: emit) }
+        return verdict.accepted
+    }
+
+    /// True if a peer that leads has sent no tick for the follower's `silenceLimit` (one heard only by its clock, whose
+    /// follower never ran, included).
+    private func masterFellSilent(now: MonotonicInstant) -> Bool {
+        guard let heard = masterClockHeard else { return false }
+        return now > heard && now.nanoseconds - heard.nanoseconds > ClockFollower.silenceLimit
     }
 
     /// Takes back what was handed out ahead of `now` (`fire(now:ahead:)`): the generator's ticks and the follower's.
@@ -335,6 +428,9 @@ public struct JamConductor: Sendable {
         withdrawAhead(now: now, emit: emit)
         emit(.changed(change))
         regenerated = nil
+        joiners = []
+        runningClock = nil
+        masterClockHeard = nil
         if change.role == .master {
             aggregator.lead(now: now)
             totalDue = totalDue ?? now

@@ -42,6 +42,9 @@ public protocol SinkEndpoint: AnyObject, Sendable {
     /// Takes `message`, routed from `event` (its source, its player, when its sender meant it), for `recipients`.
     /// By default, `receive(_:at:to:)` at the event's time: what the sink needs of most.
     func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients)
+    /// The player `origin`, called `name`, came (`EventSink.player(_:named:)`: a session peer joined); nothing to do by
+    /// default.
+    func playerJoined(_ origin: EventOrigin, named name: String)
     /// The player `origin`, called `name`, went away (`EventSink.player(_:named:)`); nothing to do by default.
     func playerLeft(_ origin: EventOrigin, named name: String)
     /// True if it sends a message stamped ahead at its time (the session through its lane, an ALSA port through the
@@ -57,6 +60,8 @@ extension SinkEndpoint {
     public func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients) {
         receive(message, at: event.time, to: recipients)
     }
+
+    public func playerJoined(_ origin: EventOrigin, named name: String) {}
 
     public func playerLeft(_ origin: EventOrigin, named name: String) {}
 

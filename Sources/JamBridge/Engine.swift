@@ -72,7 +72,8 @@ public final class Engine: EventSink, @unchecked Sendable {
             for sink in sinks { sink?.playerLeft(origin, named: left) }
             return
         }
-        playerNames[origin] = name
+        guard playerNames.updateValue(name, forKey: origin) == nil else { return }
+        for sink in sinks { sink?.playerJoined(origin, named: name) }
     }
 
     /// The name the player `origin` gave, if it gave one (a session peer); on the queue.
@@ -84,7 +85,7 @@ public final class Engine: EventSink, @unchecked Sendable {
         queue.async { [self] in
             let now = MonotonicClock.now()
             router.release(source: source) { sink, message, recipients in
-                deliver(message, from: source, to: sink, for: recipients, at: now)
+                release(message, to: sink, for: recipients, at: now)
             }
         }
     }
@@ -98,7 +99,7 @@ public final class Engine: EventSink, @unchecked Sendable {
             let now = MonotonicClock.now()
             // Releases for sinks leaving the graph go to the sinks as they were.
             router.replace(graph: graph) { sink, message, recipients in
-                deliver(message, from: sink, to: sink, for: recipients, at: now)
+                release(message, to: sink, for: recipients, at: now)
             }
             for sink in stopping { sink.stop() }
             sinks = newSinks
@@ -127,7 +128,7 @@ public final class Engine: EventSink, @unchecked Sendable {
     public func stop() -> RouterCounters {
         queue.sync {
             let now = MonotonicClock.now()
-            router.releaseAll { sink, message, recipients in deliver(message, from: sink, to: sink, for: recipients, at: now) }
+            router.releaseAll { sink, message, recipients in release(message, to: sink, for: recipients, at: now) }
             for sink in sinks { sink?.stop() }
             return router.counters
         }
@@ -164,13 +165,24 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     /// Hands a release to the sink `id` for `recipients` (a source or sink went, or everything stops), shown on the
     /// monitor as from `release`: jambridge's own, whichever source's note it ends (jambridge(1), `--monitor`).
-    private func deliver(_ message: MIDIMessage, from source: EndpointID, to id: EndpointID, for recipients: Recipients,
-                         at time: MonotonicInstant) {
+    private func release(_ message: MIDIMessage, to id: EndpointID, for recipients: Recipients, at time: MonotonicInstant) {
+        hand(message, from: "release", to: id, for: recipients, at: time)
+    }
+
+    /// Hands `event` to the sink `id` for `recipients` alone, past the routes (the jam telling one joining peer where
+    /// the song is), counted and shown as routed from its source; on the queue.
+    func deliver(_ event: MIDIEvent, to id: EndpointID, for recipients: Recipients) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        count(event.source, in: &cameFrom)
+        hand(event.message, from: name(event.source), to: id, for: recipients, at: event.time)
+    }
+
+    private func hand(_ message: MIDIMessage, from source: String, to id: EndpointID, for recipients: Recipients,
+                      at time: MonotonicInstant) {
         let index = Int(id.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
         count(id, in: &handedTo)
-        monitor?.show(message, from: "release", to: name(id),
-                      only: recipients.isOnly ? recipients.origin : nil, at: time)
+        monitor?.show(message, from: source, to: name(id), only: recipients.isOnly ? recipients.origin : nil, at: time)
         endpoint.receive(message, at: time, to: recipients)
     }
 

@@ -204,6 +204,12 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         receive(message, from: sender, arrival: event.time, senderTime: event.sent?.instant, roundTrip: event.sent?.roundTrip)
     }
 
+    /// A session peer joined: if this instance leads, it is told where the song is.
+    fileprivate func playerJoined(_ origin: EventOrigin) {
+        guard conductor != nil, let ssrc = origin.networkPeer else { return }
+        conductor!.peerJoined(ssrc: ssrc)
+    }
+
     /// A session peer left: its level goes, and if it led, the rhythm ends or is handed over.
     fileprivate func playerLeft(_ origin: EventOrigin, named name: String) {
         guard conductor != nil, let ssrc = origin.networkPeer else { return }
@@ -266,6 +272,14 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         engine.routeBatch {
             for output in outputs {
                 switch output {
+                case .deliver(let delivery) where delivery.toPeer != nil:
+                    // To one peer: through the session (or the `peer:` outputs if the jam has no route to it), or the
+                    // `peer:` outputs.
+                    for route in routes where delivery.toSession && session ? route.isSession : route.isPeer {
+                        guard let sinkID = route.sinkID else { continue }
+                        engine.deliver(MIDIEvent(delivery.message, from: route.id, at: delivery.time), to: sinkID,
+                                       for: .only(.networkPeer(ssrc: delivery.toPeer!)))
+                    }
                 case .deliver(let delivery):
                     for route in routes where route.isSession ? delivery.toSession
                         : delivery.toLocal && route.sink != delivery.except && !(route.isPeer && session && delivery.toSession) {
@@ -356,6 +370,10 @@ final class JamSink: SinkEndpoint, @unchecked Sendable { // `part`: set once, be
 
     func receive(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients) {
         part?.take(message, routedFrom: event)
+    }
+
+    func playerJoined(_ origin: EventOrigin, named name: String) {
+        part?.playerJoined(origin)
     }
 
     func playerLeft(_ origin: EventOrigin, named name: String) {

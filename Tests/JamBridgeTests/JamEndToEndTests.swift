@@ -149,7 +149,6 @@ import Testing
     /// second tick, a tick behind for the whole song. (Found by the acceptance scenario: a log line between the Start
     /// and its tick delayed the tick by 20 ms in the VM, and netem's jitter put the total sent with it first.)
     @Test func aStartItsFirstTickAndTheTotalLeaveInOnePacket() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
         let directory = try temporaryDirectory()
         let port = freshSessionPort()
         let file = directory.appendingPathComponent("master.yaml")
@@ -158,34 +157,14 @@ import Testing
         let master = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
         defer { master.interrupt() }
         #expect(waitUntilBound([port, port + 1]))
-        // A listener built on applemidi.py's handshake prints each RTP packet's command list in hex.
-        let listener = try LineReadingProcess(peersPython, ["-c", """
-            import socket, sys, time
-            sys.path.insert(0, "\(repositoryRoot.appendingPathComponent("Tests/Peers").path)")
-            from applemidi import Player
-            player = Player(int(sys.argv[1]), "listener")
-            assert player.join()
-            print("joined", flush=True)
-            player.data.settimeout(0.2)
-            end = time.monotonic() + 20
-            while time.monotonic() < end:
-                try:
-                    datagram = player.data.recv(65536)
-                except socket.timeout:
-                    continue
-                if datagram[:2] == b"\\xff\\xff":
-                    continue
-                flags = datagram[12]
-                length, start = (((flags & 15) << 8) | datagram[13], 14) if flags & 0x80 else (flags & 15, 13)
-                print(datagram[start:start + length].hex(), flush=True)
-            """, "\(port)"])
+        let listener = try RTPListener(seconds: 20, ports: [port])
         defer { listener.kill() }
-        #expect(listener.waitForLine(containing: "joined"))
+        #expect(listener.waitForLine(containing: "joined 0"))
         #expect(try jambridge(["start", "--pid", "\(master.pid)"]).status == 0)
-        #expect(listener.waitForLine(containing: "fa"))
+        #expect(listener.waitForLine(containing: "start"))
         // Start, then (delta 0) the first tick, then (delta 0) the total: CC 7 on channel 1 at 0.
-        let first = listener.lines.first { $0.contains("fa") }
-        #expect(first == "fa00f800b00700", "\(listener.lines.prefix(5))")
+        let first = listener.packets.first { $0.events.contains("start") }
+        #expect(first?.hex == "fa00f800b00700", "\(listener.lines.prefix(5))")
     }
 
     /// Issue 31: a master that quits (SIGTERM) says goodbye without Stop: a follower with `on-master-lost: next`
@@ -223,7 +202,6 @@ import Testing
     /// Issue 31: a `peer:` endpoint listed in `clock: to:` of an instance that leads gets each tick, and the Start,
     /// once (the session route reaches it already).
     @Test func aPeerListedAsAClockOutputGetsEachTickOnce() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
         let directory = try temporaryDirectory()
         let port = freshSessionPort()
         let file = directory.appendingPathComponent("master.yaml")
@@ -236,42 +214,121 @@ import Testing
         let master = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
         defer { master.interrupt() }
         #expect(waitUntilBound([port, port + 1]))
-        // Counts the Starts and ticks in the RTP packets of 2 s from the first Start (one command per byte: the
-        // master sends clock and transport with delta 0 or in packets of their own).
-        let listener = try LineReadingProcess(peersPython, ["-c", """
-            import socket, sys, time
-            sys.path.insert(0, "\(repositoryRoot.appendingPathComponent("Tests/Peers").path)")
-            from applemidi import Player
-            player = Player(int(sys.argv[1]), "listener")
-            assert player.join()
-            print("joined", flush=True)
-            player.data.settimeout(0.2)
-            starts, ticks, end = 0, 0, None
-            while end is None or time.monotonic() < end:
-                try:
-                    datagram = player.data.recv(65536)
-                except socket.timeout:
-                    continue
-                if datagram[:2] == b"\\xff\\xff":
-                    continue
-                flags = datagram[12]
-                length, start = (((flags & 15) << 8) | datagram[13], 14) if flags & 0x80 else (flags & 15, 13)
-                commands = datagram[start:start + length]
-                if 0xFA in commands and end is None:
-                    end = time.monotonic() + 2
-                if end is not None:
-                    starts += commands.count(0xFA)
-                    ticks += commands.count(0xF8)
-            print("starts %d ticks %d" % (starts, ticks), flush=True)
-            """, "\(port)"])
+        let listener = try RTPListener(seconds: 8, ports: [port])
         defer { listener.kill() }
-        #expect(listener.waitForLine(containing: "joined"))
+        #expect(listener.waitForLine(containing: "joined 0"))
         #expect(try jambridge(["start", "--pid", "\(master.pid)"]).status == 0)
-        #expect(listener.waitForLine(containing: "starts"))
-        let counts = try #require(listener.lines.first { $0.hasPrefix("starts") }?.split(separator: " ").compactMap { Int($0) })
-        #expect(counts.first == 1, "\(counts)")
+        #expect(listener.waitForLine(containing: "done"))
+        // The Starts and ticks of the 2 s from the first Start (one command per byte: the master sends clock and
+        // transport with delta 0 or in packets of their own).
+        let started = try #require(listener.packets.first { $0.events.contains("start") }?.arrival)
+        let song = listener.packets.filter { $0.arrival < started + 2 }.flatMap(\.events)
+        #expect(song.filter { $0 == "start" }.count == 1)
         // 2 s at 120 BPM is 96 ticks (and the one with the Start); twice that if each came twice.
-        #expect((92...100).contains(counts.last ?? 0), "\(counts)")
+        #expect((92...100).contains(song.filter { $0 == "tick" }.count), "\(song.filter { $0 == "tick" }.count) ticks")
     }
 
+    /// Issue 31: a late joiner learns where the song is. jam-a leads; 8 s on, jam-b joins the session, and a listener
+    /// (pymidi's packet parser) joins both: jam-a tells each newcomer where the song is (Song Position and Continue on
+    /// a coming sixteenth); jam-b names jam-a within two beats, refuses its own start naming it, and its clock output
+    /// (the listener, a `peer:` endpoint) gets the Song Position, the Continue and ticks whose song index matches
+    /// jam-a's within 2 ms (1 ms on average).
+    @Test func aLateJoinerFollowsTheRunningSong() throws {
+        let directory = try temporaryDirectory()
+        let portA = freshSessionPort(), portB = portA + 2
+        let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
+        try "session: { name: jam-a, port: \(portA), bind: 127.0.0.1, advertise: false }\nclock: {}\n"
+            .write(to: fileA, atomically: true, encoding: .utf8)
+        try """
+            session: { name: jam-b, port: \(portB), bind: 127.0.0.1, advertise: false, invite: [{ host: 127.0.0.1, port: \(portA) }] }
+            clock: { to: [listener] }
+            endpoints:
+              listener: { peer: listener }
+            """.write(to: fileB, atomically: true, encoding: .utf8)
+        let a = try JamBridgeProcess(["run", "--stop-after", "60", fileA.path])
+        defer { a.interrupt() }
+        #expect(waitUntilBound([portA, portA + 1]))
+        #expect(try jambridge(["start", "--pid", "\(a.pid)"]).status == 0)
+        Thread.sleep(forTimeInterval: 8)
+        let b = try JamBridgeProcess(["run", "--stop-after", "60", fileB.path])
+        defer { b.interrupt() }
+        #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
+        #expect(try waitForStatus(b, containing: "clock master jam-a").contains("jam: follower, clock master jam-a"))
+        let listener = try RTPListener(seconds: 6, ports: [portA, portB])
+        defer { listener.kill() }
+        #expect(listener.waitForLine(containing: "done"))
+        let refused = try jambridge(["start", "--pid", "\(b.pid)"])
+        #expect(refused.status != 0 && refused.out.contains("refused: jam-a"), "\(refused.out)")
+
+        let songs = try [0, 1].map { index in
+            let heard = listener.packets.filter { $0.session == index }
+            // What pymidi makes of the first packet with the song position: its first command.
+            let greeting = try #require(heard.first { $0.events.contains { $0.hasPrefix("spp:") } }, "session \(index): \(listener.lines.prefix(8))")
+            #expect(greeting.pymidi == "242", "pymidi reads a Song Position (0xF2) first")
+            return try #require(ListenedSong(heard), "session \(index)")
+        }
+        let (master, joiner) = (songs[0], songs[1])
+        let offsets = joiner.ticks.compactMap { index, arrival in master.ticks[index].map { (arrival - $0) * 1000 } }
+        #expect(offsets.count > 200, "\(offsets.count) ticks of the same index")
+        let mean = offsets.map(abs).reduce(0, +) / Double(max(offsets.count, 1))
+        #expect(mean < 1 && offsets.map(abs).max() ?? 0 < 2, "mean \(mean) ms, max \(offsets.map(abs).max() ?? 0) ms: \(offsets.map { ($0 * 10).rounded() / 10 })")
+    }
+}
+
+/// A listener joined to jambridge sessions on loopback (Tests/Peers/applemidi_listener.py): every RTP-MIDI packet
+/// they send, with its arrival and its commands.
+final class RTPListener {
+    struct Packet {
+        var session: Int
+        var arrival: Double
+        var hex: String
+        var events: [String]
+        var pymidi: String
+    }
+
+    private let process: LineReadingProcess
+
+    /// Joins the sessions at `ports` in order and listens `seconds` once joined to all.
+    init(seconds: Double, ports: [UInt16]) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        process = try LineReadingProcess(peersPython, [repositoryRoot.appendingPathComponent("Tests/Peers/applemidi_listener.py").path,
+                                                       "\(seconds)"] + ports.map(String.init))
+    }
+
+    var lines: [String] { process.lines }
+
+    var packets: [Packet] {
+        lines.compactMap { line in
+            let fields = line.split(separator: " ").map(String.init)
+            guard fields.count == 5, let session = Int(fields[0]), let arrival = Double(fields[1]) else { return nil }
+            return Packet(session: session, arrival: arrival, hex: fields[2], events: fields[3].split(separator: ",").map(String.init),
+                          pymidi: fields[4])
+        }
+    }
+
+    func waitForLine(containing text: String) -> Bool { process.waitForLine(containing: text) }
+
+    func kill() { process.kill() }
+}
+
+/// A song as one listener heard it from one session: from its first Song Position and Continue, each tick's song
+/// index (in ticks) and arrival.
+struct ListenedSong {
+    var ticks: [Int: Double] = [:]
+
+    /// Nil if `packets` have no Song Position followed by Continue.
+    init?(_ packets: [RTPListener.Packet]) {
+        var next: Int?, position: Int?
+        for packet in packets {
+            for event in packet.events {
+                if event.hasPrefix("spp:") { position = Int(event.dropFirst(4)).map { $0 * 6 } }
+                if event == "continue", next == nil { next = position }
+                if event == "tick", let index = next {
+                    ticks[index] = packet.arrival
+                    next = index + 1
+                }
+            }
+        }
+        guard next != nil else { return nil }
+    }
 }

@@ -329,6 +329,78 @@ final class ConductorHarness {
         }
     }
 
+    /// A peer joins a running song 8 s in: the master tells it alone where the song is (Song Position and Continue on
+    /// a coming sixteenth, before that sixteenth's tick). A jambridge that joins so, fed what the master sends it
+    /// 1 ms late, names the master, refuses its own start, and its clock outputs get the Song Position, the Continue
+    /// and ticks in phase with the master's.
+    @Test func aPeerThatJoinsARunningSongIsToldWhereItIs() throws {
+        let leader = ConductorHarness(name: "rack", ssrc: 0x1000, now: start)
+        leader.ahead = 100_000_000
+        _ = leader.perform(.start, at: at(0))
+        leader.run(until: at(8))
+        let joinedAt = leader.outputs.count
+        leader.conductor.peerJoined(ssrc: 0x7000)
+        leader.run(until: at(9))
+        let greeting = leader.deliveries.filter { $0.toPeer != nil }
+        #expect(greeting.allSatisfy { $0.toPeer == 0x7000 && $0.toSession && !$0.toLocal })
+        let position = try #require(greeting.first?.message)
+        guard case .songPosition(let sixteenths) = position else { Issue.record("\(position) first"); return }
+        let tick = Int(sixteenths.value) * MIDIClock.ticksPerSixteenth
+        let due = MonotonicInstant(Double(tick) * period, after: at(0))
+        #expect(greeting.map(\.message) == [position, .continue])
+        #expect(greeting.allSatisfy { $0.time == due })
+        #expect(due > at(8.1) && due < at(8.1 + 0.13), "the first sixteenth past what was handed out ahead")
+        // The tick at that sixteenth comes after them, to the whole session.
+        let after = leader.outputs.dropFirst(joinedAt).compactMap { if case .deliver(let d) = $0.output { d } else { nil } }
+        let continueAt = try #require(after.firstIndex { $0.message == .continue })
+        #expect(after[continueAt + 1].message == .timingClock && after[continueAt + 1].time == due && after[continueAt + 1].toSession)
+
+        // The joiner hears the session's ticks from its joining on, and what was meant for it.
+        let joiner = ConductorHarness(name: "phone", ssrc: 0x7000, now: at(8))
+        let master = JamSender.peer(ssrc: 0x1000, name: "rack")
+        let heard = after.filter { $0.toSession || $0.toPeer == 0x7000 }
+        for delivery in heard where delivery.time >= at(8) {
+            joiner.receive(delivery.message, from: master, at: delivery.time.advanced(byNanoseconds: 1_000_000), senderTime: delivery.time)
+        }
+        joiner.run(until: at(9))
+        #expect(joiner.conductor.election.master == master.clockSource)
+        #expect(joiner.changes.count == 1)
+        let clock = joiner.local.filter { $0.message != .timingClock || $0.time >= due.advanced(byNanoseconds: 2_000_000) }
+        #expect(clock.prefix(2).map(\.message) == [position, .continue])
+        let ticks = joiner.local.filter { $0.message == .timingClock }
+        #expect(ticks.count > 20)
+        for (k, made) in ticks.enumerated() {
+            let meant = MonotonicInstant(Double(tick + k) * period, after: at(0))
+            #expect(abs(made.time.nanoseconds(since: meant)) < 2e6, "tick \(k) of the joined song")
+        }
+        guard case .failure(let refusal) = joiner.perform(.start, at: at(9)) else { Issue.record("the joiner started"); return }
+        #expect(refusal.reason.contains("rack"))
+    }
+
+    /// A peer's clock that runs a beat, its Start never seen (a master that is not jambridge, or one that told
+    /// nobody): it leads. This instance's own start is refused naming it; its outputs wait for a song position or a
+    /// Start (none is known); when the clock falls silent for a second, the master is lost.
+    @Test func aRunningClockWhoseStartWasNotSeenLeads() {
+        let jam = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        for k in 0..<30 {
+            let intended = MonotonicInstant(Double(k) * period, after: at(0))
+            jam.receive(.timingClock, from: peer, at: intended.advanced(byNanoseconds: 1_000_000), senderTime: intended)
+            #expect((jam.conductor.election.master == peer.clockSource) == (k >= JamConductor.runningClockTicks - 1), "tick \(k)")
+        }
+        guard case .failure(let refusal) = jam.perform(.start, at: at(0.7)) else { Issue.record("it started"); return }
+        #expect(refusal.reason.contains("rack"))
+        #expect(jam.local.isEmpty)
+        jam.run(until: at(3))
+        #expect(jam.conductor.election.master == nil)
+        #expect(jam.changes.map(\.reason) == [.started, .left])
+        // A Stop between ticks breaks their run: a device that sends clock while stopped said it is stopped.
+        for k in 0..<40 {
+            if k == 20 { jam.receive(.stop, from: peer, at: MonotonicInstant(Double(k) * period - 1e6, after: at(4))) }
+            jam.receive(.timingClock, from: peer, at: MonotonicInstant(Double(k) * period, after: at(4)))
+        }
+        #expect(jam.conductor.election.master == nil)
+    }
+
     /// Hostile input: a clock storm from the master, Start/Stop flapping, song positions past the end and ticks
     /// from everyone else are bounded and counted.
     /// A peer's Start stamped 30 s before it came (RTP timestamps are the sender's word) takes nothing from the
