@@ -131,6 +131,13 @@ public struct JamConductor: Sendable {
     public static let runningClockTicks = MIDIClock.ticksPerBeat
     /// When the last tick of a peer that leads came: a master heard only by its clock leaves when it falls silent.
     private var masterClockHeard: MonotonicInstant?
+    /// When the song the clock outputs play began (this instance's Start or Continue, or the master's as relayed); nil
+    /// while none plays. A peer whose Start wins the race against it within `ClockElection.simultaneity` takes the
+    /// song over without a second Start at the outputs.
+    private var songStart: MonotonicInstant?
+    /// The generator's first tick that goes to the clock outputs: above 0 when its song took over the downbeat of one
+    /// the outputs were playing (`startSong`), whose first ticks they had.
+    private var localTicksFrom = 0
 
     public init(_ configuration: Configuration) {
         election = ClockElection(configuration: configuration.election)
@@ -209,13 +216,23 @@ public struct JamConductor: Sendable {
                 emit(.refused(message, from: source, master: election.master))
                 return true
             }
+            let played = verdict.change.flatMap { ticksPlayed(before: $0, by: sender, startedAt: sent, now: arrival) }
             if command != .songPosition { withdrawAhead(now: arrival, emit: emit) }
             // A Stop goes out before what follows it (an heir's Start); a winning Start after what it ends.
             if message != .stop, let change = verdict.change { handle(change, now: arrival, emit: emit) }
             _ = follower.receive(message, arrival: arrival, senderTime: senderTime)
             if command != .songPosition { regenerated = nil }
-            relay(message, from: sender, at: arrival, emit: emit)
-            if message == .stop, let change = verdict.change { handle(change, now: arrival, emit: emit) }
+            if let played {
+                // The outputs keep the song they began: the winner's ticks go on from the next index, no Start.
+                regenerated = played > 0 ? played - 1 : nil
+            } else {
+                relay(message, from: sender, at: arrival, emit: emit)
+                if command == .start || command == .continue { songStart = sent }
+            }
+            if message == .stop {
+                songStart = nil
+                if let change = verdict.change { handle(change, now: arrival, emit: emit) }
+            }
             return true
         case .controlChange:
             guard aggregator.receive(message, from: sender, now: arrival) else { return false }
@@ -239,7 +256,14 @@ public struct JamConductor: Sendable {
         guard admitsTransport(from: instance, now: now) else {
             return .failure(JamRefusal(reason: "refused: more than \(Int(Self.transportRate.perSecond)) starts, stops and tempos a second"))
         }
-        let verdict = election.receive(transport, from: instance, senderTime: now, now: now)
+        // Pressed within `simultaneity` of a peer's Start the clock outputs already play (two players pressed at once):
+        // if this instance wins (the lower SSRC), its song keeps that downbeat, so no device gets a second Start.
+        var downbeat: (time: MonotonicInstant, played: Int)?
+        if transport == .start, case .peer? = election.master, let songStart,
+           now.nanoseconds(since: songStart) <= Double(ClockElection.simultaneity) {
+            downbeat = (songStart, ticksHeard(by: now))
+        }
+        let verdict = election.receive(transport, from: instance, senderTime: downbeat?.time ?? now, now: now)
         guard verdict.accepted else {
             let master = election.master.map { "\($0) leads" } ?? "the clock policy does not let this instance lead"
             return .failure(JamRefusal(reason: "refused: \(master)"))
@@ -247,10 +271,10 @@ public struct JamConductor: Sendable {
         if transport != .tempo { withdrawAhead(now: now, emit: emit) }
         // A start that leads is started by `handle`; a start while leading restarts the song.
         let startedAlready = verdict.change.map { $0.master == instance } ?? false
-        if let change = verdict.change { handle(change, now: now, emit: emit) }
+        if let change = verdict.change { handle(change, now: now, joining: downbeat, emit: emit) }
         switch command {
         case .start:
-            if !startedAlready { generator.start(at: now) { Self.send($0, emit: emit) } }
+            if !startedAlready { startSong(now: now, joining: nil, emit: emit) }
             return .success("started at \(format(generator.tempo)) BPM")
         case .stop:
             return .success(verdict.change == nil ? "nothing to stop" : "stopped")
@@ -307,11 +331,11 @@ public struct JamConductor: Sendable {
         let horizon = now.advanced(byNanoseconds: ahead + Self.earlyTolerance)
         if !joiners.isEmpty, let (sixteenth, due) = comingSixteenth, due < horizon {
             // Its ticks before, the greeting, then its first tick.
-            generator.ticks(until: due) { Self.send($0, emit: emit) }
+            handOutTicks(until: due, emit: emit)
             if case .peer? = election.master { regenerate(until: MonotonicInstant(nanoseconds: due.nanoseconds - 1), emit: emit) }
             greetJoiners(sixteenth: sixteenth, at: due, emit: emit)
         }
-        generator.ticks(until: horizon) { Self.send($0, emit: emit) }
+        handOutTicks(until: horizon, emit: emit)
         if let master = election.master, master != instance, follower.isSilent(now: now) || masterFellSilent(now: now) {
             follower.stop()
             if let change = election.sourceLeft(master, now: now) { handle(change, now: now, emit: emit) }
@@ -395,6 +419,51 @@ public struct JamConductor: Sendable {
         return now > heard && now.nanoseconds - heard.nanoseconds > ClockFollower.silenceLimit
     }
 
+    /// If `change` is a peer's Start that won the race against the song the clock outputs began within
+    /// `ClockElection.simultaneity` (two players pressed at once), how many of that song's ticks the outputs had by
+    /// `now`: they go on from there on the winner's timeline, in phase with it from the next tick, without a second
+    /// Start. Nil otherwise: the outputs get the winner's Start. (A device of this instance that wins keeps its own
+    /// Start: its ticks are relayed as they come.)
+    private func ticksPlayed(before change: LeadershipChange, by winner: JamSender, startedAt started: MonotonicInstant,
+                             now: MonotonicInstant) -> Int? {
+        guard change.reason == .wonStart, case .peer = winner, let songStart,
+              abs(started.nanoseconds(since: songStart)) <= Double(ClockElection.simultaneity) else { return nil }
+        if change.previous == instance {
+            // What the generator handed out and was due by now (withdrawing takes back the rest).
+            return min(generator.position, generator.tick(at: now).map { Int($0.rounded(.down)) + 1 } ?? 0)
+        }
+        return ticksHeard(by: now)
+    }
+
+    /// How many ticks made from the follower's timeline (or passed on as they came, before it had one) the clock
+    /// outputs had by `now`.
+    private func ticksHeard(by now: MonotonicInstant) -> Int {
+        let handedOut = regenerated.map { $0 + 1 } ?? 0
+        return follower.position(at: now).map { min(Int($0.rounded(.down)) + 1, handedOut) } ?? handedOut
+    }
+
+    /// Starts this instance's song at `now`; or, joining the song the clock outputs began at `downbeat.time` (a peer's,
+    /// `downbeat.played` ticks of it played), from that downbeat: the session gets the Start and every tick, the
+    /// outputs only the ticks they have not had.
+    private mutating func startSong(now: MonotonicInstant, joining downbeat: (time: MonotonicInstant, played: Int)?,
+                                    emit: (JamOutput) -> Void) {
+        localTicksFrom = downbeat?.played ?? 0
+        generator.start(at: downbeat?.time ?? now) {
+            emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: true, toLocal: downbeat == nil)))
+        }
+        songStart = downbeat?.time ?? now
+    }
+
+    /// Hands out the generator's ticks due before `horizon`: to the session and, from `localTicksFrom`, the outputs.
+    private mutating func handOutTicks(until horizon: MonotonicInstant, emit: (JamOutput) -> Void) {
+        var index = generator.position
+        let localFrom = localTicksFrom
+        generator.ticks(until: horizon) {
+            emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: true, toLocal: index >= localFrom)))
+            index += 1
+        }
+    }
+
     /// Takes back what was handed out ahead of `now` (`fire(now:ahead:)`): the generator's ticks and the follower's.
     private mutating func withdrawAhead(now: MonotonicInstant, emit: (JamOutput) -> Void) {
         var withdrew = generator.withdraw(after: now)
@@ -423,8 +492,10 @@ public struct JamConductor: Sendable {
 
     /// Acts on a change of master: the aggregator leads or follows, a generator that lost stops without a Stop (the
     /// winner's clock carries the song), a takeover continues the song, and a master that took the lead from a
-    /// start refused earlier (its Start was dropped then) starts now.
-    private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant, emit: (JamOutput) -> Void) {
+    /// start refused earlier (its Start was dropped then) starts now. This instance's start that won joins the song the
+    /// outputs play (`downbeat`) if `perform` says so.
+    private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant,
+                                 joining downbeat: (time: MonotonicInstant, played: Int)? = nil, emit: (JamOutput) -> Void) {
         withdrawAhead(now: now, emit: emit)
         emit(.changed(change))
         regenerated = nil
@@ -439,6 +510,7 @@ public struct JamConductor: Sendable {
             totalDue = nil
         }
         guard let master = change.master else {
+            songStart = nil
             if generator.isRunning { generator.stop(at: now) { Self.send($0, emit: emit) } }
             if change.reason == .left {
                 follower.stop()
@@ -456,18 +528,21 @@ public struct JamConductor: Sendable {
             follower.stop()
             let sixteenth = (tick + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
             generator.locate(sixteenths: sixteenth % 0x4000)
+            localTicksFrom = 0
             generator.continue(at: now) { Self.send($0, emit: emit) }
+            songStart = now
         case .started where change.previous != nil:
             // An heir: a start refused shortly before the master ended.
             if master == instance {
-                generator.start(at: now) { Self.send($0, emit: emit) }
+                startSong(now: now, joining: nil, emit: emit)
             } else {
+                songStart = now
                 follower.start()
                 emit(.deliver(JamDelivery(message: .start, time: now, toSession: master.isLocal, toLocal: true,
                                           except: master.isLocal ? master.name : nil)))
             }
         case .started where master == instance, .wonStart where master == instance, .outranks where master == instance:
-            generator.start(at: now) { Self.send($0, emit: emit) }
+            startSong(now: now, joining: downbeat, emit: emit)
         default:
             break
         }

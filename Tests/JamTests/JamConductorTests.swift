@@ -234,25 +234,30 @@ final class ConductorHarness {
             var pressed = Array(repeating: false, count: count)
             var time = at(0)
             while time < at(2) {
+                pending.sort { $0.time < $1.time } // stable: one packet's messages stay in order
+                while let first = pending.first, first.time <= time {
+                    pending.removeFirst()
+                    let sender = jams[first.from].conductor.election.configuration
+                    jams[first.to].receive(first.delivery.message, from: .peer(ssrc: sender.ssrc, name: sender.name),
+                                           at: first.time, senderTime: first.delivery.time)
+                }
                 for i in 0..<count where !pressed[i] && pressAt[i] <= time {
                     pressed[i] = true
                     _ = jams[i].perform(.start, at: time)
                 }
                 for i in 0..<count {
                     jams[i].run(until: time)
+                    // What is sent at one instant leaves in one packet (a Start and its first tick): one delay each.
+                    var delays: [Int: MonotonicInstant] = [:]
                     for delivery in jams[i].session.dropFirst(forwarded[i]) {
                         for j in 0..<count where j != i {
-                            pending.append((MonotonicInstant(Double.random(in: 0...10e6, using: &rng), after: delivery.time), j, delivery, i))
+                            let key = j << 50 | Int(delivery.time.nanoseconds >> 14)
+                            let arrival = delays[key] ?? MonotonicInstant(Double.random(in: 0...10e6, using: &rng), after: delivery.time)
+                            delays[key] = arrival
+                            pending.append((arrival, j, delivery, i))
                         }
                     }
                     forwarded[i] = jams[i].session.count
-                }
-                pending.sort { $0.time < $1.time }
-                while let first = pending.first, first.time <= time {
-                    pending.removeFirst()
-                    let sender = jams[first.from].conductor.election.configuration
-                    jams[first.to].receive(first.delivery.message, from: .peer(ssrc: sender.ssrc, name: sender.name),
-                                           at: first.time, senderTime: first.delivery.time)
                 }
                 time = time.advanced(byNanoseconds: 500_000)
             }
@@ -267,6 +272,22 @@ final class ConductorHarness {
             #expect(jams.filter(\.conductor.generator.isRunning).count == 1, "seed \(seed)")
             let followers = jams.filter { !$0.conductor.generator.isRunning }
             #expect(followers.allSatisfy { $0.conductor.follower.isRunning }, "seed \(seed)")
+            // One downbeat per device: each instance's clock outputs got one Start, and then a tick every period (a
+            // loser's once shifted by the gap between the starts), each in its place in the winner's song.
+            let winner = jams.first(where: \.conductor.generator.isRunning)!
+            let winnerTicks = played(winner).filter { $0.toLocal && $0.message == .timingClock }.map(\.time)
+            for (i, jam) in jams.enumerated() {
+                let local = played(jam).filter(\.toLocal)
+                let messages = local.map(\.message)
+                #expect(messages.filter { $0 == .start }.count == 1 && !messages.contains(.stop), "seed \(seed), j\(i): \(messages.filter { $0 != .timingClock })")
+                let ticks = local.filter { $0.message == .timingClock }.map(\.time)
+                #expect(abs(ticks.count - winnerTicks.count) <= 2, "seed \(seed), j\(i): \(ticks.count) ticks, the winner's \(winnerTicks.count)")
+                if let last = ticks.last, let index = winnerTicks.firstIndex(where: { abs($0.nanoseconds(since: last)) < 2e6 }) {
+                    #expect(abs(index - (ticks.count - 1)) <= 0, "seed \(seed), j\(i): its last tick is the winner's \(index), its own \(ticks.count - 1)")
+                } else {
+                    Issue.record("seed \(seed), j\(i): its last tick is none of the winner's")
+                }
+            }
         }
     }
 
