@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import JamBridge
 
 /// The jam end to end on loopback with the real binary: two jambridge instances in one RTP-MIDI session, a phone's
 /// OSC motion stream into one of them, and a third-party player (built on pymidi's packets) that sends Start. The
@@ -272,6 +273,54 @@ import Testing
         #expect(offsets.count > 200, "\(offsets.count) ticks of the same index")
         let mean = offsets.map(abs).reduce(0, +) / Double(max(offsets.count, 1))
         #expect(mean < 1 && offsets.map(abs).max() ?? 0 < 2, "mean \(mean) ms, max \(offsets.map(abs).max() ?? 0) ms: \(offsets.map { ($0 * 10).rounded() / 10 })")
+    }
+
+    /// Issue 31: 20 rounds of two instances told to start within 5 ms of each other (each by its control socket, one
+    /// of them up to 5 ms after the other): in every round one master on both, and each one's clock output (a
+    /// recorder, watched through `--monitor`) gets exactly one Start per song, never a Song Position or Continue.
+    @Test func simultaneousStartsMakeOneDownbeatPerDevice() throws {
+        let directory = try temporaryDirectory()
+        let portA = freshSessionPort(), portB = portA + 2
+        let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
+        for (file, name, port, invite) in [(fileA, "jam-a", portA, ", invite: [{ host: 127.0.0.1, port: \(portB) }]"), (fileB, "jam-b", portB, "")] {
+            try """
+                session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invite) }
+                clock: { to: [tape] }
+                endpoints:
+                  tape: { record: \(name).mid }
+                """.write(to: file, atomically: true, encoding: .utf8)
+        }
+        let b = try JamBridgeProcess(["run", "--monitor", "--stop-after", "120", fileB.path])
+        let a = try JamBridgeProcess(["run", "--monitor", "--stop-after", "120", fileA.path])
+        #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
+        #expect(b.waitForError(containing: "control socket"), "\(b.errorSoFar)")
+        let sockets = [ControlPath.socket(pid: a.pid), ControlPath.socket(pid: b.pid)]
+        var rng = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            let later = round % 2, gap = Double.random(in: 0...0.005, using: &rng)
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                if index == later { Thread.sleep(forTimeInterval: gap) }
+                _ = try? ControlClient.send(.command(.jam(.start)), to: sockets[index])
+            }
+            let masters = try [a, b].map { try waitForStatus($0, containing: "clock master jam-") }
+                .map { $0.split(separator: ",").dropFirst().first?.split(separator: "(").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? $0 }
+            #expect(masters[0] == masters[1] && masters[0].contains("clock master jam-"), "round \(round): \(masters)")
+            let leader = masters[0].contains("jam-a") ? a : b
+            Thread.sleep(forTimeInterval: 0.5) // the song plays a while (and the commands stay under 4 a second)
+            let stopped = try jambridge(["stop", "--pid", "\(leader.pid)"])
+            #expect(stopped.status == 0, "round \(round): \(masters): \(stopped.out)")
+            #expect(try [a, b].allSatisfy { try waitForStatus($0, containing: "idle").contains("jam: idle") }, "round \(round)")
+        }
+        a.interrupt()
+        b.interrupt()
+        for (name, daemon) in [("jam-a", a), ("jam-b", b)] {
+            let monitor = daemon.finish(killingAfter: 20).out.split(separator: "\n").filter { $0.contains("jam -> tape") }
+            let transport = monitor.filter { !$0.hasSuffix("Clock") }.map { $0.split(separator: " ").last.map(String.init) ?? "" }
+            // Songs end with a Stop: each has one Start and nothing else.
+            let songs = transport.split(separator: "Stop", omittingEmptySubsequences: false).dropLast()
+            #expect(songs.count == 20, "\(name): \(transport)")
+            #expect(songs.allSatisfy { $0 == ["Start"] }, "\(name): \(songs.filter { $0 != ["Start"] })")
+        }
     }
 }
 
