@@ -16,10 +16,11 @@ public protocol PacketLane: AnyObject {
     func isDone(_ ticket: UInt64) -> Bool
 }
 
-/// A packet of clock or transport prepared ahead for one peer, and the peer's sender as it was before it: taken back
-/// unsent, the sender is put back as it was, so that the sequence numbers run on without a gap.
+/// A packet of clock or transport prepared ahead for one peer (the messages due at one instant), and the peer's sender
+/// as it was before it: taken back unsent, the sender is put back as it was, so that the sequence numbers run on
+/// without a gap.
 struct AheadPacket {
-    var message: MIDIMessage
+    var messages: [MIDIMessage]
     var time: MonotonicInstant
     var senderBefore: RTPMIDISender
     /// The lane's tickets of the packet (two when the journal did not fit with the commands).

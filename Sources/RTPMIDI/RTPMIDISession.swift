@@ -545,7 +545,15 @@ public final class RTPMIDISession {
     public func sendAhead(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: (PeerInfo) -> Bool = { _ in true }) {
         guard lane != nil, message.isClockOrTransport else { return send(message, at: time, to: accepting) }
         for peer in peers.values where accepting(peer.info) {
-            let packet = AheadPacket(message: message, time: time, senderBefore: peer.sender)
+            let packet = AheadPacket(messages: [message], time: time, senderBefore: peer.sender)
+            if peer.sender.isEmpty, peer.withdrawn.isEmpty, peer.ahead.last?.time == time {
+                // Messages due at one instant leave in one packet (a late joiner's Song Position, Continue and tick),
+                // so that the network cannot reorder or lose one without the others.
+                var taken = takeBackAhead(peer)
+                if taken.last?.time == time { taken[taken.count - 1].messages.append(message) } else { taken.append(packet) }
+                for packet in taken { post(packet, to: peer) }
+                continue
+            }
             // Behind what is queued to leave now (a Start, its first tick and the total: one packet), posted at `flush`.
             if !peer.sender.isEmpty || !peer.withdrawn.isEmpty { peer.withdrawn.append(packet) } else { post(packet, to: peer) }
         }
@@ -588,7 +596,9 @@ public final class RTPMIDISession {
             for early in takeBackAhead(peer) + [packet] {
                 counters.aheadSentEarly += 1
                 withSender(of: peer) { sender, send in
-                    sender.append(early.message, tick: UInt32(truncatingIfNeeded: SessionClock.ticks(early.time)), send)
+                    for message in early.messages {
+                        sender.append(message, tick: UInt32(truncatingIfNeeded: SessionClock.ticks(early.time)), send)
+                    }
                     sender.flush(send)
                 }
             }
@@ -601,7 +611,7 @@ public final class RTPMIDISession {
             self.counters.packetsSent += 1
             packet.tickets.append(lane.post(bytes, to: peer.dataAddress, at: packet.time))
         }
-        peer.sender.append(packet.message, tick: tick, post)
+        for message in packet.messages { peer.sender.append(message, tick: tick, post) }
         peer.sender.flush(post)
         counters.journalOverflows += peer.sender.journalOverflows - overflows
         peer.ahead.append(packet)

@@ -117,6 +117,23 @@ final class VirtualLane: PacketLane {
         #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
     }
 
+    /// Messages prepared ahead for one instant (a late joiner's Song Position, Continue and tick) leave in one
+    /// packet, after the ticks before them: the network cannot reorder or lose one without the others.
+    @Test func messagesForOneInstantLeaveInOnePacket() {
+        let (net, a, b, lane) = connected()
+        a.session.sendAhead(.timingClock, at: later(net, 10))
+        for message: MIDIMessage in [.songPosition(UInt14(masking: 88)), .continue, .timingClock] {
+            a.session.sendAhead(message, at: later(net, 30))
+        }
+        #expect(lane.waiting == 2)
+        lane.sendDue(until: later(net, 40))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, .songPosition(UInt14(masking: 88)), .continue, .timingClock])
+        let sent = sequences(a)
+        #expect(sent.count == 2 && sent[1] == sent[0] &+ 1, "\(sent)")
+        #expect(b.session.counters.sequenceGaps == 0 && b.session.counters.latePackets == 0)
+    }
+
     /// Withdrawn after an instant (the song stopped), the ticks due later never leave, those due by then do, and
     /// the next packet carries the sequence number after the last that left.
     @Test func withdrawnTicksNeverLeaveAndTheNextPacketFollowsTheLastSent() {
