@@ -882,7 +882,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         let rackBack = try rack.waitForStatus { $0.session?.peers.count == 2 }
         #expect(try phone.controls("/1/push1=0.0") == 0)
         Thread.sleep(forTimeInterval: 2)
-        let phoneJamBack = phone.peek()
+        let phoneJamBack = try phone.waitForStatus { $0.jam?.master == "Rack" }
         showWhatEachHostSaw()
         timeline.check(7, padAtRack, "the phone's pad (note 36, ch 10) reached the rack's drum machine")
         timeline.check(7, noticed != nil, "the rack noticed the phone gone within its session timeout (\(Int(timeout)) s)"
@@ -900,6 +900,12 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                        + (rejoined.map { String(format: ", %.1f s after its cable was back", $0.time - plugged) } ?? ""),
                        "\(String(describing: phoneBack?.session)) \(rackDaemon.text)")
         timeline.saw("phone", "status: jam \(phoneJamBack?.jam.map { "\($0.role), clock master \($0.master ?? "nobody")" } ?? "?")")
+        // Its follower lost the rack's clock while the cable was out (its song stopped); back, it is a late joiner.
+        let synthBack = synth.heard(after: plugged).map(\.message).filter { $0 != .timingClock && $0.channel == nil }
+        timeline.check(7, phoneJamBack?.jam?.role == "follower" && synthBack.first.map { if case .songPosition = $0 { true } else { false } } == true
+                           && synthBack.dropFirst().first == .continue && !synthBack.contains(.start),
+                       "back, the phone follows the rack's running song: its synth got Song Position and Continue, no Start",
+                       "\(String(describing: phoneJamBack?.jam)) \(synthBack)")
 
         // ---------------------------------------------------------------------------------------------------------
         timeline.step("8. The rack stops the rhythm: no note is left on anywhere")
