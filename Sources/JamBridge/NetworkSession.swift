@@ -250,6 +250,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         let flush: @Sendable () -> Void = { [self] in
             flushScheduled = false
             session.flush()
+            runner.reschedule() // a guard packet may now be due in 10 ms: the timer must know
         }
         if !sink.atEndOfBatch(flush) { sink.queue.async(execute: flush) }
     }
