@@ -426,7 +426,9 @@ public struct JamConductor: Sendable {
     /// Start: its ticks are relayed as they come.)
     private func ticksPlayed(before change: LeadershipChange, by winner: JamSender, startedAt started: MonotonicInstant,
                              now: MonotonicInstant) -> Int? {
-        guard change.reason == .wonStart, case .peer = winner, let songStart,
+        // A local device that led passed its own ticks on as they came: what they were on the winner's song is unknown.
+        let previousCounted = change.previous == instance || change.previous?.isLocal == false
+        guard change.reason == .wonStart, case .peer = winner, previousCounted, let songStart,
               abs(started.nanoseconds(since: songStart)) <= Double(ClockElection.simultaneity) else { return nil }
         if change.previous == instance {
             // What the generator handed out and was due by now (withdrawing takes back the rest).

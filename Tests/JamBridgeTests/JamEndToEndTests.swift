@@ -230,7 +230,7 @@ import Testing
     }
 
     /// Issue 31: a late joiner learns where the song is. jam-a leads; 8 s on, jam-b joins the session (on loopback, or
-    /// through a relay that delays jam-a's packets by 0-10 ms, reordering them, and loses 1 %), and a listener
+    /// through a relay that delays packets by 0-10 ms, reordering them, and loses 1 %), and a listener
     /// (pymidi's packet parser) joins both: jam-a tells each newcomer where the song is (Song Position and Continue on
     /// a coming sixteenth); jam-b names jam-a, refuses its own start naming it, and its clock outputs (the listener, a
     /// `peer:` endpoint; a recorder, watched through `--monitor`) get the Song Position, the Continue and ticks whose
@@ -238,17 +238,13 @@ import Testing
     @Test(arguments: [false, true]) func aLateJoinerFollowsTheRunningSong(throughJitter: Bool) throws {
         let directory = try temporaryDirectory()
         let portA = freshSessionPort(), portB = portA + 2
-        var rng = SystemRandomNumberGenerator()
-        let relay = try LossyRelay(targetPort: portA, fate: { .pass }, fateBack: {
-            Double.random(in: 0..<1, using: &rng) < 0.01 ? .drop : .delay(nanoseconds: UInt64.random(in: 0...10_000_000, using: &rng))
-        })
-        relay.start()
-        defer { relay.stop() }
+        let relay = throughJitter ? try jitteryRelay(to: portA) : nil
+        defer { relay?.stop() }
         let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
         try "session: { name: jam-a, port: \(portA), bind: 127.0.0.1, advertise: false }\nclock: {}\n"
             .write(to: fileA, atomically: true, encoding: .utf8)
         try """
-            session: { name: jam-b, port: \(portB), bind: 127.0.0.1, advertise: false, invite: [{ host: 127.0.0.1, port: \(throughJitter ? relay.front.controlPort : portA) }] }
+            session: { name: jam-b, port: \(portB), bind: 127.0.0.1, advertise: false, invite: [{ host: 127.0.0.1, port: \(relay?.front.controlPort ?? portA) }] }
             clock: { to: [listener, tape] }
             endpoints:
               listener: { peer: listener }
@@ -295,13 +291,17 @@ import Testing
     }
 
     /// Issue 31: 20 rounds of two instances told to start within 5 ms of each other (each by its control socket, one
-    /// of them up to 5 ms after the other): in every round one master on both, and each one's clock output (a
-    /// recorder, watched through `--monitor`) gets exactly one Start per song, never a Song Position or Continue.
-    @Test func simultaneousStartsMakeOneDownbeatPerDevice() throws {
+    /// of them up to 5 ms after the other), on loopback and through a relay that delays packets by 0-10 ms and loses
+    /// 1 %: in every round one master on both, and each one's clock output (a recorder, watched through `--monitor`)
+    /// gets exactly one Start per song, never a Song Position or Continue.
+    @Test(arguments: [false, true]) func simultaneousStartsMakeOneDownbeatPerDevice(throughJitter: Bool) throws {
         let directory = try temporaryDirectory()
         let portA = freshSessionPort(), portB = portA + 2
+        let relay = throughJitter ? try jitteryRelay(to: portB) : nil
+        defer { relay?.stop() }
         let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
-        for (file, name, port, invite) in [(fileA, "jam-a", portA, ", invite: [{ host: 127.0.0.1, port: \(portB) }]"), (fileB, "jam-b", portB, "")] {
+        let invite = ", invite: [{ host: 127.0.0.1, port: \(relay?.front.controlPort ?? portB) }]"
+        for (file, name, port, invite) in [(fileA, "jam-a", portA, invite), (fileB, "jam-b", portB, "")] {
             try """
                 session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invite) }
                 clock: { to: [tape] }
@@ -341,6 +341,18 @@ import Testing
             #expect(songs.allSatisfy { $0 == ["Start"] }, "\(name): \(songs.filter { $0 != ["Start"] })")
         }
     }
+}
+
+/// A relay to the session at `port` on loopback that delays each RTP-MIDI packet 0-10 ms both ways (reordering them)
+/// and loses 1 %.
+private func jitteryRelay(to port: UInt16) throws -> LossyRelay {
+    let fate: () -> LossyRelay.Fate = {
+        var rng = SystemRandomNumberGenerator()
+        return Double.random(in: 0..<1, using: &rng) < 0.01 ? .drop : .delay(nanoseconds: UInt64.random(in: 0...10_000_000, using: &rng))
+    }
+    let relay = try LossyRelay(targetPort: port, fate: fate, fateBack: fate)
+    relay.start()
+    return relay
 }
 
 /// A listener joined to jambridge sessions on loopback (Tests/Peers/applemidi_listener.py): every RTP-MIDI packet
