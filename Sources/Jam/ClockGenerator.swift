@@ -91,7 +91,7 @@ public struct ClockGenerator: BeatTimeline, Sendable {
             counters.refusedCommands += 1
             return
         }
-        let sixteenths = (position + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
+        let sixteenths = MIDIClock.sixteenth(atOrAfter: position)
         // A song position has 14 bits: past 16384 sixteenths (1024 bars of 4/4) it wraps, which keeps the bar.
         let wrapped = sixteenths % 0x4000
         position = wrapped * MIDIClock.ticksPerSixteenth

@@ -138,6 +138,9 @@ public struct JamConductor: Sendable {
     /// The generator's first tick that goes to the clock outputs: above 0 when its song took over the downbeat of one
     /// the outputs were playing (`startSong`), whose first ticks they had.
     private var localTicksFrom = 0
+    /// The start of a song the clock outputs play, which this instance's own start takes over, and how many of its
+    /// ticks they had.
+    private typealias Downbeat = (time: MonotonicInstant, played: Int)
 
     public init(_ configuration: Configuration) {
         election = ClockElection(configuration: configuration.election)
@@ -258,7 +261,7 @@ public struct JamConductor: Sendable {
         }
         // Pressed within `simultaneity` of a peer's Start the clock outputs already play (two players pressed at once):
         // if this instance wins (the lower SSRC), its song keeps that downbeat, so no device gets a second Start.
-        var downbeat: (time: MonotonicInstant, played: Int)?
+        var downbeat: Downbeat?
         if transport == .start, case .peer? = election.master, let songStart,
            now.nanoseconds(since: songStart) <= Double(ClockElection.simultaneity) {
             downbeat = (songStart, ticksHeard(by: now))
@@ -376,7 +379,7 @@ public struct JamConductor: Sendable {
             next = nil
         }
         guard let next else { return nil }
-        let sixteenth = (next + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
+        let sixteenth = MIDIClock.sixteenth(atOrAfter: next)
         return timeline(sixteenth * MIDIClock.ticksPerSixteenth).map { (sixteenth, $0) }
     }
 
@@ -447,8 +450,7 @@ public struct JamConductor: Sendable {
     /// Starts this instance's song at `now`; or, joining the song the clock outputs began at `downbeat.time` (a peer's,
     /// `downbeat.played` ticks of it played), from that downbeat: the session gets the Start and every tick, the
     /// outputs only the ticks they have not had.
-    private mutating func startSong(now: MonotonicInstant, joining downbeat: (time: MonotonicInstant, played: Int)?,
-                                    emit: (JamOutput) -> Void) {
+    private mutating func startSong(now: MonotonicInstant, joining downbeat: Downbeat?, emit: (JamOutput) -> Void) {
         localTicksFrom = downbeat?.played ?? 0
         generator.start(at: downbeat?.time ?? now) {
             emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: true, toLocal: downbeat == nil)))
@@ -496,8 +498,8 @@ public struct JamConductor: Sendable {
     /// winner's clock carries the song), a takeover continues the song, and a master that took the lead from a
     /// start refused earlier (its Start was dropped then) starts now. This instance's start that won joins the song the
     /// outputs play (`downbeat`) if `perform` says so.
-    private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant,
-                                 joining downbeat: (time: MonotonicInstant, played: Int)? = nil, emit: (JamOutput) -> Void) {
+    private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant, joining downbeat: Downbeat? = nil,
+                                 emit: (JamOutput) -> Void) {
         withdrawAhead(now: now, emit: emit)
         emit(.changed(change))
         regenerated = nil
@@ -528,7 +530,7 @@ public struct JamConductor: Sendable {
             // The song goes on from the next sixteenth (a Continue is never due in the past).
             let tick = follower.position(at: now).map { Int($0.rounded(.up)) } ?? generator.position
             follower.stop()
-            let sixteenth = (tick + MIDIClock.ticksPerSixteenth - 1) / MIDIClock.ticksPerSixteenth
+            let sixteenth = MIDIClock.sixteenth(atOrAfter: tick)
             generator.locate(sixteenths: sixteenth % 0x4000)
             localTicksFrom = 0
             generator.continue(at: now) { Self.send($0, emit: emit) }

@@ -19,6 +19,11 @@ public enum MIDIClock {
     /// Ticks per MIDI beat, the sixteenth note song position pointers count in.
     public static let ticksPerSixteenth = 6
 
+    /// The first sixteenth (song position) at or after tick `tick` of a song.
+    @inlinable public static func sixteenth(atOrAfter tick: Int) -> Int {
+        (tick + ticksPerSixteenth - 1) / ticksPerSixteenth
+    }
+
     /// Nanoseconds between ticks at `bpm` quarter notes a minute.
     @inlinable public static func tickPeriod(bpm: Double) -> Double { 60e9 / (bpm * Double(ticksPerBeat)) }
     /// Quarter notes a minute for ticks `period` nanoseconds apart.
