@@ -392,7 +392,8 @@ public struct JamConductor: Sendable {
     /// sixteenth's first tick; through the session while one of this instance's sources leads, else through the clock
     /// outputs.
     private mutating func greetJoiners(sixteenth: Int, at time: MonotonicInstant, emit: (JamOutput) -> Void) {
-        let position = MIDIMessage.songPosition(UInt14(masking: UInt16(sixteenth % 0x4000)))
+        // 14 bits: past 16384 sixteenths it wraps, as the generator's does; never a trap, whatever the follower counted.
+        let position = MIDIMessage.songPosition(UInt14(masking: UInt16(truncatingIfNeeded: sixteenth & 0x3FFF)))
         let leads = election.master?.isLocal ?? false
         for ssrc in joiners {
             for message in [position, .continue] {
