@@ -35,8 +35,11 @@ public struct ClockFollower: BeatTimeline, Sendable {
         public var ticks = 0
         /// Ticks beyond a burst of 4 at the fastest tempo's rate (a clock storm), dropped.
         public var excessTicks = 0
-        /// Ticks inferred lost from the time the next one came.
+        /// Ticks lost: counted by the master's journal, or inferred from the time the next one came.
         public var lostTicks = 0
+        /// Ticks the master counted at or before the last one taken (none come over RTP-MIDI, which drops late
+        /// packets), ignored.
+        public var staleTicks = 0
         /// Times the loop was seeded again (gap, tempo jump, timebase switch).
         public var reseeds = 0
         /// Song positions received while running, ignored.
@@ -62,6 +65,8 @@ public struct ClockFollower: BeatTimeline, Sendable {
     private static let burst = 4.0
     private static let jumpFactor = 4.0
     private static let jumpFloor = 1e6
+    /// Periods a tick the master counted may be from where the loop puts it before the loop starts again there.
+    private static let countedLimit = 4.0
 
     public private(set) var counters = Counters()
     private var state = State.stopped
@@ -150,8 +155,9 @@ public struct ClockFollower: BeatTimeline, Sendable {
         if case .armed = state { state = .armed(tick: resumeTick) }
     }
 
-    /// One tick (0xF8), arrived at `arrival`, meant for `senderTime` if the transport says.
-    public mutating func tick(arrival: MonotonicInstant, senderTime: MonotonicInstant? = nil) {
+    /// One tick (0xF8), arrived at `arrival`, meant for `senderTime` and counted `songTick` (modulo 2^19) in the
+    /// master's song if the transport says.
+    public mutating func tick(arrival: MonotonicInstant, senderTime: MonotonicInstant? = nil, songTick: Int? = nil) {
         counters.ticks += 1
         var input = arrival
         var intended = false
@@ -170,20 +176,33 @@ public struct ClockFollower: BeatTimeline, Sendable {
             counters.excessTicks += 1
             return
         }
+        // The master's count, once this follower's song runs: how many ticks on from the last one this is.
+        let counted = state == .running ? songTick.map { Self.ticksOn(from: tick, to: $0) } : nil
+        if let counted, counted < 1 {
+            counters.staleTicks += 1
+            return
+        }
         if samples == 0 || intended != usesSenderTime {
             if intended != usesSenderTime { noiseSamples = 0 }
             usesSenderTime = intended
-            seed(at: time, tick: tick + 1)
+            seed(at: time, tick: tick + (counted ?? 1))
         } else {
-            follow(time)
+            follow(time, counted: counted)
         }
         lastArrival = arrival
         if case .armed(let first) = state {
-            tick = first
+            // The master's count is the song's: it holds where a lost Start came back as a Continue.
+            tick = songTick ?? first
             unconfirmedLoss = 0
             lateRuns = 0
             state = .running
         }
+    }
+
+    /// The ticks from `tick` on to the master's count `songTick` (modulo 2^19), between -2^18 and 2^18.
+    private static func ticksOn(from tick: Int, to songTick: Int) -> Int {
+        let ahead = (songTick - tick) & 0x7FFFF
+        return ahead < 0x40000 ? ahead : ahead - 0x80000
     }
 
     /// True while running with no tick for `silenceLimit`: the master is gone.
@@ -234,8 +253,19 @@ public struct ClockFollower: BeatTimeline, Sendable {
         lateRuns = 0
     }
 
-    /// Moves the loop on to a tick at `time`.
-    private mutating func follow(_ time: Double) {
+    /// Moves the loop on to a tick at `time`, `counted` ticks on from the last if the master's count says.
+    private mutating func follow(_ time: Double, counted: Int?) {
+        if let counted {
+            // Ticks the journal counted are lost ones, not a fallen tempo: no guessing. A tick far from where the
+            // count puts it (the song moved, or the times switched) starts the loop again there.
+            counters.lostTicks += counted - 1
+            unconfirmedLoss = 0
+            lateRuns = 0
+            if abs(time - (filtered + Double(counted) * period)) > Self.countedLimit * period {
+                return seed(at: time, tick: tick + counted)
+            }
+            return follow(time, elapsed: counted)
+        }
         if usesSenderTime, samples == 2 {
             // The master's times: the first interval (the period so far) spanned ticks lost if it is a whole multiple
             // of this one, the second tick of a song being the only one that comes before any period.
@@ -246,7 +276,7 @@ public struct ClockFollower: BeatTimeline, Sendable {
                 period = min(max(interval, Self.minPeriod), Self.maxPeriod)
             }
         }
-        let threshold = noiseSamples >= 8 ? max(Self.jumpFactor * noise, Self.jumpFloor) : Double.infinity
+        let threshold = jumpThreshold
         let lateness = time - (filtered + period)
         // The master's own times are within the CK offset's error of its ticks: a tick lost is seen as soon as two
         // ticks have given the period, not only once the loop has learnt its error (1.25 beats later), or a tick lost
@@ -261,12 +291,17 @@ public struct ClockFollower: BeatTimeline, Sendable {
             unconfirmedLoss = 0
             lateRuns = 0
         }
-        if time - filtered > Double(Self.silenceLimit) { return seed(at: time, tick: tick + 1) }
         if late {
             lateRuns = elapsed == lateElapsed ? lateRuns + 1 : 1
             lateElapsed = elapsed
             unconfirmedLoss += elapsed - 1
         }
+        follow(time, elapsed: elapsed)
+    }
+
+    /// Moves the loop on to a tick at `time`, `elapsed` ticks after the last (those between lost).
+    private mutating func follow(_ time: Double, elapsed: Int) {
+        if time - filtered > Double(Self.silenceLimit) { return seed(at: time, tick: tick + elapsed) }
         let predicted = filtered + Double(elapsed) * period
         let error = time - predicted
         samples += 1
@@ -276,7 +311,7 @@ public struct ClockFollower: BeatTimeline, Sendable {
         hasPeriod = true
         tick += elapsed
         guard samples > Self.lockInSamples else { return }
-        if abs(error) > threshold {
+        if abs(error) > jumpThreshold {
             // Two ticks in a row far off on the same side: the tempo jumped.
             let sign: Double = error > 0 ? 1 : -1
             if sign == outlierSign { return seed(at: time, tick: tick - unconfirmedLoss) }
@@ -286,6 +321,12 @@ public struct ClockFollower: BeatTimeline, Sendable {
         }
         noiseSamples = min(noiseSamples + 1, 32)
         noise += (abs(error) - noise) / Double(noiseSamples)
+    }
+
+    /// An error beyond which a tick is an outlier: 4× the locked loop's usual error (at least 1 ms); infinite until
+    /// the loop has learnt it.
+    private var jumpThreshold: Double {
+        noiseSamples >= 8 ? max(Self.jumpFactor * noise, Self.jumpFloor) : .infinity
     }
 
     /// The loop's gains for the current sample: a least-squares fit's while they are larger, then the DLL's.

@@ -172,10 +172,11 @@ public struct JamConductor: Sendable {
 
     /// Takes a message arriving from `sender` at `arrival` (`senderTime`: when the sender meant it, on our clock,
     /// where the transport says; `roundTrip`: the nanoseconds a clock-sync exchange with it took, which bound the
-    /// trip). Returns true if the jam took it: clock and transport never go on through routes; levels and totals do
-    /// (routes leave them out unless they ask, see the route file's `control:`).
+    /// trip; `songTick`: a tick's count in the sender's song modulo 2^19, where its journal keeps it). Returns true if
+    /// the jam took it: clock and transport never go on through routes; levels and totals do (routes leave them out
+    /// unless they ask, see the route file's `control:`).
     public mutating func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
-                                 senderTime: MonotonicInstant? = nil, roundTrip: UInt64? = nil,
+                                 senderTime: MonotonicInstant? = nil, roundTrip: UInt64? = nil, songTick: Int? = nil,
                                  emit: (JamOutput) -> Void) -> Bool {
         let source = sender.clockSource
         switch message {
@@ -185,7 +186,7 @@ public struct JamConductor: Sendable {
                 counters.foreignTicks += 1
                 return true
             }
-            follower.tick(arrival: arrival, senderTime: senderTime)
+            follower.tick(arrival: arrival, senderTime: senderTime, songTick: songTick)
             if !leads, case .peer = source { leads = heardRunning(source, senderTime: senderTime ?? arrival, now: arrival, emit: emit) }
             if leads, case .local = sender, let tick = follower.songTick, tick % MIDIClock.ticksPerSixteenth == 0 {
                 greetJoiners(sixteenth: tick / MIDIClock.ticksPerSixteenth, at: arrival, emit: emit)

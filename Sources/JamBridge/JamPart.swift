@@ -201,7 +201,9 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         } else {
             sender = .local(endpoint: engine.name(event.source), origin: event.origin)
         }
-        receive(message, from: sender, arrival: event.time, senderTime: event.sent?.instant, roundTrip: event.sent?.roundTrip)
+        drive { _ = $0.receive(message, from: sender, arrival: event.time, senderTime: event.sent?.instant,
+                               roundTrip: event.sent?.roundTrip, songTick: event.sent?.songTick, emit: $1) }
+        scheduleTimer(now: event.time)
     }
 
     /// A session peer joined: if this instance leads, it is told where the song is.
@@ -215,12 +217,6 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         guard conductor != nil, let ssrc = origin.networkPeer else { return }
         drive { $0.peerLeft(ssrc: ssrc, name: name, now: MonotonicClock.now(), emit: $1) }
         scheduleTimer(now: MonotonicClock.now())
-    }
-
-    private func receive(_ message: MIDIMessage, from sender: JamSender, arrival: MonotonicInstant,
-                         senderTime: MonotonicInstant?, roundTrip: UInt64?) {
-        drive { _ = $0.receive(message, from: sender, arrival: arrival, senderTime: senderTime, roundTrip: roundTrip, emit: $1) }
-        scheduleTimer(now: arrival)
     }
 
     /// Runs `body` on the conductor and carries out what it emits; returns what `body` returns.

@@ -263,12 +263,10 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         }
     }
 
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, sent: SenderTime?) {
         guard let sink else { return }
         if message.isClockOrTransport { followClock(message, of: peer, at: time) }
         let origin = EventOrigin.networkPeer(ssrc: peer.ssrc)
-        // The clock sync's round trip (100 µs ticks) bounds how long the peer's messages can have been on the way.
-        let sent = senderTime.map { SenderTime($0, roundTrip: peer.clock.map { UInt64(max(0, $0.roundTrip)) * 100_000 }) }
         if let id = routing.session { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time, sent: sent)) }
         if let ids = endpointsOfPeer[peer.ssrc] {
             for id in ids { sink.routeOnQueue(MIDIEvent(message, from: id, origin: origin, at: time, sent: sent)) }

@@ -82,9 +82,13 @@ public struct SenderTime: Hashable, Sendable {
     /// How long a clock-sync exchange with the sender took (nanoseconds): no message can have been on the way
     /// longer, so a sender time earlier than that before its arrival is the sender's word alone. Nil if unknown.
     public var roundTrip: UInt64?
-    @inlinable public init(_ instant: MonotonicInstant, roundTrip: UInt64?) {
+    /// For a clock tick: the sender's count of it in its song (ticks since the song's start, or a song position's),
+    /// modulo 2^19, where the sender's journal keeps that count through loss (RFC 6295 chapter Q); nil otherwise.
+    public var songTick: Int?
+    @inlinable public init(_ instant: MonotonicInstant, roundTrip: UInt64?, songTick: Int? = nil) {
         self.instant = instant
         self.roundTrip = roundTrip
+        self.songTick = songTick
     }
 }
 

@@ -6,6 +6,12 @@ import MIDI
 struct PeerMIDIState {
     private var state = MIDIState()
     private var changes: [MIDIState.Change] = []
+    /// True while `state.position` is the sender's: from a Start, a Song Position or a journal's chapter Q that codes the
+    /// clock, to a loss that no journal has repaired.
+    private var positionKnown = false
+    /// True once the sender's journals have coded chapter Q's clock: a journal without it then says the song did not
+    /// move in the packets lost.
+    private var journalsCountClock = false
     /// Pedals released along with the notes: sustain, sostenuto, hold 2.
     private static let pedals: [UInt8] = [64, 66, 69]
 
@@ -13,6 +19,33 @@ struct PeerMIDIState {
     mutating func track(_ message: MIDIMessage) {
         state.apply(message, changes: &changes)
         changes.removeAll(keepingCapacity: true)
+        if message == .start { positionKnown = true }
+        if case .songPosition = message { positionKnown = true }
+    }
+
+    /// The sender's count of the clock tick just tracked in its song, modulo 2^19 (chapter Q's CLOCK, which counts the
+    /// ticks played, so this tick is one less); nil unless its song runs and the count is known.
+    var songTick: Int? {
+        state.running && positionKnown ? Int((state.position &+ 0x7FFFF) & 0x7FFFF) : nil
+    }
+
+    /// Packets were lost and no journal came to repair them: the ticks they held are not counted until one says where
+    /// the song is.
+    mutating func forgetPosition() {
+        positionKnown = false
+    }
+
+    /// After `repair` from `journal` (which `coversLoss` if its history reaches back to the last packet received): takes
+    /// the sender's song position from its chapter Q, so the lost ticks are counted. Without one, the position stands
+    /// only if the sender's journals keep it and this one covers the loss.
+    mutating func adoptPosition(from journal: RecoveryJournal, coversLoss: Bool) {
+        if let clock = journal.system?.sequencer?.clock {
+            state.position = clock & 0x7FFFF
+            positionKnown = true
+            journalsCountClock = true
+        } else if !(journalsCountClock && coversLoss) {
+            positionKnown = false
+        }
     }
 
     /// Calls `release` with a note-off for every note still on and a pedal-up for every pedal
@@ -31,6 +64,7 @@ struct PeerMIDIState {
             }
         }
         state = MIDIState()
+        positionKnown = false
     }
 
     /// Calls `repair` with the MIDI that brings what we passed on to the state `journal` codes:

@@ -14,9 +14,10 @@ public enum SessionPort: Sendable {
 public protocol RTPMIDISessionDelegate: AnyObject {
     /// Sends `datagram` from our `port` to `address`.
     func session(send datagram: UnsafeRawBufferPointer, from port: SessionPort, to address: NetworkAddress)
-    /// `message` arrived from `peer`, to be played at `time`; `senderTime` is when the peer meant it, on our clock
-    /// (its RTP timestamp through the CK offset), for messages played on arrival once a CK exchange completed.
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?)
+    /// `message` arrived from `peer`, to be played at `time`; `sent` is when the peer meant it, on our clock (its RTP
+    /// timestamp through the CK offset), for messages played on arrival once a CK exchange completed, with a tick's
+    /// count in the peer's song.
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, sent: SenderTime?)
     /// `peer` completed the handshake on both ports.
     func session(peerJoined peer: PeerInfo)
     /// `peer` left; its held notes have already been released through `received`.
@@ -431,14 +432,16 @@ public final class RTPMIDISession {
                 peer.midi.track(message)
                 if !peer.playout!.schedule(message, ticks: ticks ?? 0, now: now) { counters.lateEvents += 1 }
             } else {
-                deliver(message, from: peer, at: now,
-                        senderTime: ticks.flatMap { senderTime(header.timestamp &+ $0, of: peer, now: now) })
+                deliver(message, from: peer, at: now, meant: ticks.map { header.timestamp &+ $0 })
             }
         }
         let packet = UnsafeRawBufferPointer(rebasing: bytes[payload])
         do {
             try peer.receiver.receive(packet, validated: { journal in
-                guard let journal else { return }
+                guard let journal else {
+                    if peer.lossUnrepaired { peer.midi.forgetPosition() }
+                    return
+                }
                 // The first packet shows no gap, but its journal's history may begin before it: packets it
                 // overtook (a master's Start, sent in the same instant as its first tick) or that were lost. They
                 // are repaired from it now; dropped as late when they come, they would be lost for good.
@@ -485,13 +488,19 @@ public final class RTPMIDISession {
             counters.repairMessages += 1
             pass(message)
         }
+        // The journal covers every packet lost if its checkpoint is one we have.
+        peer.midi.adoptPosition(from: journal, coversLoss: peer.lastSequence.map { Int16(bitPattern: journal.checkpoint &- $0) <= 0 } ?? false)
     }
 
-    /// Passes `message` from `peer` on, noting what it leaves held.
-    private func deliver(_ message: MIDIMessage, from peer: SessionPeer, at time: MonotonicInstant,
-                         senderTime: MonotonicInstant?) {
+    /// Passes `message` from `peer` on, noting what it leaves held; `meant` is its RTP timestamp (nil for a repair).
+    private func deliver(_ message: MIDIMessage, from peer: SessionPeer, at time: MonotonicInstant, meant: UInt32?) {
         peer.midi.track(message)
-        delegate.session(received: message, from: peer.info, at: time, senderTime: senderTime)
+        let sent = meant.flatMap { senderTime($0, of: peer, now: time) }.map { instant in
+            // The CK round trip (100 µs ticks) bounds how long the message can have been on the way.
+            SenderTime(instant, roundTrip: peer.info.clock.map { UInt64(max(0, $0.roundTrip)) * SessionClock.nanosecondsPerTick },
+                       songTick: message == .timingClock ? peer.midi.songTick : nil)
+        }
+        delegate.session(received: message, from: peer.info, at: time, sent: sent)
     }
 
     /// When `peer` meant a message it stamped `ticks` (its RTP timestamp and delta), on our clock: through the CK
@@ -776,7 +785,7 @@ public final class RTPMIDISession {
                 remove(peer, reason: .timedOut, now: now)
                 continue
             }
-            peer.playout?.deliver(dueBy: now) { delegate.session(received: $0, from: peer.info, at: now, senderTime: nil) }
+            peer.playout?.deliver(dueBy: now) { delegate.session(received: $0, from: peer.info, at: now, sent: nil) }
             if let due = peer.nextSync, now >= due {
                 guard peer.unansweredSyncs < configuration.unansweredSyncLimit else {
                     guard peer.info.weInvited else { // it does not answer the CK a follower adds: no more of them
@@ -892,8 +901,8 @@ public final class RTPMIDISession {
         peer.withdrawn = []
         if followedPeer == peer.info.ssrc { followedPeer = nil }
         controlSSRCByDataSSRC[peer.dataSSRC] = nil
-        peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now, senderTime: nil) }
-        peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now, senderTime: nil) }
+        peer.playout?.deliver(dueBy: now, everything: true) { delegate.session(received: $0, from: peer.info, at: now, sent: nil) }
+        peer.midi.releaseAll { message in delegate.session(received: message, from: peer.info, at: now, sent: nil) }
         if reason.fellSilent {
             // It may only be slow (Wi-Fi in power save, a busy host): told, it drops its side and takes our next
             // invitation, which goes out right after this, instead of refusing it as a duplicate.

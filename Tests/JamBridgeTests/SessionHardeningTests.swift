@@ -58,9 +58,9 @@ final class LineReadingProcess: @unchecked Sendable { // `lines` is guarded by `
     /// Its process ID.
     var pid: Int32 { process.processIdentifier }
 
-    /// Waits (30 s at most) for a line containing `text`; returns whether one came.
-    func waitForLine(containing text: String) -> Bool {
-        waitUntil { lines.contains { $0.contains(text) } }
+    /// Waits (`seconds`, 30 by default, at most) for a line containing `text`; returns whether one came.
+    func waitForLine(containing text: String, seconds: Double = 30) -> Bool {
+        waitUntil(seconds: seconds) { lines.contains { $0.contains(text) } }
     }
 
     /// Kills it with SIGKILL (no goodbye of any kind) and waits for it.

@@ -160,6 +160,39 @@ struct ReceivedTick {
         }
     }
 
+    /// Issue 31: ticks through 0-50 ms of jitter with 5 % loss, as RTP-MIDI delivers them (a packet overtaken by a
+    /// later one is dropped as late), carrying the master's count (its journal's chapter Q): 5-22 % of the ticks lost,
+    /// in runs of up to several, and the follower's song index is the master's at every tick, the beats within the CK
+    /// offset's error. (By time alone, the follower counted runs of late ticks as a fallen tempo and slipped.) A count
+    /// that goes back, as a hostile journal can make it, is dropped and counted; a Start lost and repaired as a Continue
+    /// leaves the song where the master counts it.
+    @Test(arguments: [20e6, 50e6]) func ticksTheMasterCountedKeepTheSongsPlaceThroughJitterAndLoss(jitter: Double) {
+        let ticks = masterTicks(tempo: 120, seconds: 60)
+        var rng = SeededGenerator(seed: UInt64(jitter))
+        let received = network(ticks, jitter: jitter, seed: UInt64(jitter)).enumerated()
+            .filter { _ in Double.random(in: 0..<1, using: &rng) >= 0.05 }
+            .sorted { $0.element.arrival < $1.element.arrival }
+        var follower = ClockFollower(), last = -1, beatErrors: [Double] = []
+        follower.start()
+        for (k, tick) in received where k > last {
+            last = k
+            follower.tick(arrival: tick.arrival, senderTime: tick.senderTime, songTick: k)
+            #expect(follower.songTick == k)
+            if k % 24 == 0, k >= 24 * 4 { beatErrors.append(follower.beatTime(of: Double(k / 24))!.nanoseconds(since: ticks[k]) - 0.4e6) }
+        }
+        #expect(follower.counters.lostTicks > ticks.count / 25 && follower.counters.reseeds == 0, "\(follower.counters)")
+        let errors = summary(beatErrors)
+        #expect(errors.mean < 1e6 && errors.max < 3e6, "\(errors)")
+
+        follower.tick(arrival: at(61), senderTime: at(61), songTick: last - 5)
+        #expect(follower.counters.staleTicks == 1 && follower.songTick == last)
+
+        var repaired = ClockFollower()
+        _ = repaired.receive(.continue, arrival: start)
+        repaired.tick(arrival: start, senderTime: start, songTick: 7)
+        #expect(repaired.songTick == 7)
+    }
+
     @Test func startsOnTheFirstTickAfterStartAndHonoursSongPosition() {
         var follower = ClockFollower()
         let period = MIDIClock.tickPeriod(bpm: 100)

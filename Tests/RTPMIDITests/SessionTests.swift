@@ -22,6 +22,7 @@ final class RecordingHost: RTPMIDISessionDelegate {
     var unansweredInvitations: [PendingInvitation] = []
     /// When the sender meant each message received, as the session read it (RTP timestamp through the CK offset).
     var senderTimes: [MonotonicInstant?] = []
+    var songTicks: [Int?] = []
 
     init(_ address: NetworkAddress, configuration: SessionConfiguration, ssrc: UInt32) {
         self.address = address
@@ -36,10 +37,11 @@ final class RecordingHost: RTPMIDISessionDelegate {
         outbox.append((Array(datagram), port, address))
         sent.append(Array(datagram))
     }
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, sent: SenderTime?) {
         received.append((message, peer.name))
         receivedTimes.append(time)
-        senderTimes.append(senderTime)
+        senderTimes.append(sent?.instant)
+        songTicks.append(sent?.songTick)
     }
     func session(peerJoined peer: PeerInfo) { joined.append(peer) }
     func session(peerLeft peer: PeerInfo, reason: PeerLeaveReason) { left.append((peer, reason)) }

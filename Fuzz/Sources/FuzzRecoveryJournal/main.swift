@@ -133,12 +133,13 @@ final class Host: RTPMIDISessionDelegate {
         }
     }
 
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, sent: SenderTime?) {
         trace("    \(address.host) received \(message)")
         receivedCount += 1
         precondition(joined.contains(peer.ssrc), "MIDI from \(peer.ssrc), which has not joined")
         if !playsByTimestamp { precondition(time == now, "MIDI passed on for \(time), not now (\(now))") }
         checkValid(message)
+        if let count = sent?.songTick { precondition(message == .timingClock && (0..<0x80000).contains(count), "song tick \(count)") }
         switch message {
         case .noteOn(let c, let n, let v):
             if v.value > 0 { held.insert(Int(c.value) << 7 | Int(n.value)) } else { held.remove(Int(c.value) << 7 | Int(n.value)) }

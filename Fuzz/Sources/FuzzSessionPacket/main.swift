@@ -154,7 +154,7 @@ final class Checker: RTPMIDISessionDelegate {
         replies.append((nil, port, address))
     }
 
-    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, senderTime: MonotonicInstant?) {
+    func session(received message: MIDIMessage, from peer: PeerInfo, at time: MonotonicInstant, sent: SenderTime?) {
         trace("  received \(message) from \(peer.ssrc)")
         precondition(joined.contains(peer.ssrc), "MIDI from \(peer.ssrc), which has not joined")
         precondition(time == now, "MIDI delivered for \(time), not now (\(now))")
