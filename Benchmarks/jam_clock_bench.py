@@ -11,7 +11,8 @@
            regenerated from its timeline) and C relays A's clock to its listener as it arrives (no `clock:`:
            a plain route, the "immediate" follower). A reaches B and C through relays in this process that
            delay every datagram, both ways, by a uniform random 0..MAX ms (`--delay all`; `--delay rtp` delays
-           only A's RTP packets and leaves clock sync exact, as Tests' LossyRelay does). Three listeners, one
+           only A's RTP packets and leaves clock sync exact, as Tests' LossyRelay does) and lose --loss of the RTP
+           packets. Three listeners, one
            per instance, stamp what each instance plays on one clock. Prints B's and C's tick and beat times
            against A's, the CK offset B reads A's timestamps through (emulated from the CK packets the relay
            saw: both instances share CLOCK_MONOTONIC, so the true offset is 0) and B's timeline as its RTP
@@ -246,8 +247,9 @@ class Relay:
     datagram is sent on after a uniform random delay of 0..`max_delay` ns (mode `all`), or only A's RTP packets
     are (mode `rtp`). Logs every CK packet it sends on, for the offset the far side reads A's clock through."""
 
-    def __init__(self, target, max_delay, mode, rng, scheduler):
+    def __init__(self, target, max_delay, mode, rng, scheduler, loss=0.0):
         self.target, self.max_delay, self.mode, self.rng, self.scheduler = target, max_delay, mode, rng, scheduler
+        self.loss, self.dropped = loss, 0
         self.front, self.back = applemidi.port_pair(), applemidi.port_pair()
         for sock in self.front + self.back:
             sock.setblocking(False)
@@ -279,6 +281,9 @@ class Relay:
                 if index not in self.senders:
                     continue
                 out, to, direction = self.front[index], self.senders[index], "BA"
+            if datagram[:1] == b"\x80" and self.rng.random() < self.loss:
+                self.dropped += 1  # an RTP packet lost, either way
+                continue
             delayed = self.mode == "all" or (direction == "AB" and datagram[:1] != b"\xff" and index == 1)
             delay = int(self.rng.uniform(0, self.max_delay)) if delayed else 0
             self.scheduler.at(now + delay, lambda out=out, datagram=datagram, to=to, direction=direction, now=now:
@@ -611,8 +616,8 @@ def follow(arguments):
     processes = Processes(arguments.jambridge, directory, [])
     scheduler = Scheduler()
     max_delay = int(arguments.max_delay * 1e6)
-    relay_b = Relay(base + 2, max_delay, arguments.delay, rng, scheduler)
-    relay_c = Relay(base + 4, max_delay, arguments.delay, rng, scheduler)
+    relay_b = Relay(base + 2, max_delay, arguments.delay, rng, scheduler, arguments.loss)
+    relay_c = Relay(base + 4, max_delay, arguments.delay, rng, scheduler, arguments.loss)
     relays = [relay_b, relay_c]
     steal_before, load_before = stolen_and_load()
     try:
@@ -685,9 +690,9 @@ clock: { tempo: %g }
     master = streams["a"]
     if len(master) < 48:
         raise SystemExit("A sent %d ticks; logs:\n%s" % (len(master), processes.log("a")))
-    print("ticks heard: A %d, B %d, C %d; pymidi decode fallbacks %d; relay datagrams A->B %d, B->A %d"
+    print("ticks heard: A %d, B %d, C %d; pymidi decode fallbacks %d; relay datagrams A->B %d, B->A %d, RTP lost %d"
           % (len(master), len(streams["b"]), len(streams["c"]), decoder.fallbacks, relay_b.forwarded["AB"],
-             relay_b.forwarded["BA"]))
+             relay_b.forwarded["BA"], relay_b.dropped))
     for name in ("b", "c"):
         for line in processes.log(name).splitlines():
             if "stopped:" in line and "session" in line:
@@ -1141,6 +1146,7 @@ def main():
     parser.add_argument("--no-rt", action="store_true", help="run jambridge without CAP_SYS_NICE (no SCHED_FIFO)")
     parser.add_argument("--max-delay", type=float, default=10, help="follow: the relays' largest delay, ms")
     parser.add_argument("--delay", choices=["all", "rtp"], default="all", help="follow: which datagrams are delayed")
+    parser.add_argument("--loss", type=float, default=0, help="follow: the fraction of RTP packets the relays lose")
     parser.add_argument("--settle", type=float, default=3, help="follow: seconds of clock sync before the start")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--rate", type=float, default=10000, help="busy: OSC messages a second into the router")
