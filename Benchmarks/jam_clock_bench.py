@@ -657,9 +657,6 @@ clock: { tempo: %g }
         pump(members, mono() + int(arguments.seconds * 1e9), scheduler)
         statuses = {name: processes.control(p, "status", serving=(members, scheduler)).splitlines()[-1]
                     for name, p in (("a", a), ("b", b))}
-        status_dir = processes.env["JAMBRIDGE_STATUS_DIR"]
-        peer_lines = [line for name in sorted(os.listdir(status_dir)) if name.endswith(".status")
-                      for line in open(os.path.join(status_dir, name)).read().splitlines()]
         processes.control(a, "stop", serving=(members, scheduler))
         pump(members, mono() + 500_000_000, scheduler)
         for listener in listeners:
@@ -672,8 +669,6 @@ clock: { tempo: %g }
     print_machine(load_before, load_after, steal_after - steal_before, arguments.load, canary_worst, stalls)
     for name in ("a", "b"):
         print("# %s: %s" % (name, statuses[name]))
-    for line in peer_lines:
-        print("# status file: %s" % line.replace("\t", " "))
     if arguments.keep:
         with open(os.path.join(directory, "relay-b-ck.txt"), "w") as file:
             for entry in relay_b.ck_log:

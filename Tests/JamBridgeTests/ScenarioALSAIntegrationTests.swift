@@ -992,8 +992,8 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
     /// Issue 31, in the VM with netem: the lab's LAN delays every packet 0-20 ms or 0-50 ms (netem's uniform jitter,
     /// reordering them; clock sync included) and loses 5 %, each way. The rack leads 60 s at 120 BPM to its drum
     /// machine; the phone follows, to its synth. Read with the kernel's timestamps, tick by tick (the n-th after Start
-    /// on each), the phone's beats stay within the scenario's bounds (the emulated processors stall now and then), so
-    /// its clock never slipped a tick from the rack's.
+    /// on each), the phone's beats are within 2 ms of the rack's on average and never half a period off: its clock
+    /// never slipped a tick.
     @Test(arguments: ["delay 10ms 10ms loss 5%", "delay 25ms 25ms loss 5%"])
     func theClockThroughWiFiJitterAndLoss(netem: String) throws {
         try #require(getuid() == 0, "the lab needs root to create network namespaces")
@@ -1039,7 +1039,8 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                                 "rack \(master.count) ticks, phone \(follower.count)")
         print("netem \(netem): \(sync)")
         #expect(sync.ticks.count >= 2_500, "\(sync)")
-        // Paired by index, a slip would put every beat after it a period (20.8 ms) off.
-        #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 5, "\(sync)")
+        // Paired by index, a slip would put every beat after it a period (20.8 ms) off: none is half a period off. (Clock
+        // sync goes through the jitter too, and the VM stalls: 0-50 ms put one beat 5.1 ms off, 2026-11-27.)
+        #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 10, "\(sync)")
     }
 }
