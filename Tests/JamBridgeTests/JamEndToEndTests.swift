@@ -206,10 +206,13 @@ import Jam
     }
 
     /// Issue 31: a `peer:` endpoint listed in `clock: to:` of an instance that leads gets each tick, and the Start,
-    /// once (the session route reaches it already).
-    @Test func aPeerListedAsAClockOutputGetsEachTickOnce() throws {
+    /// once (the session route reaches it already). On loopback, and through a relay that delays packets by 0-10 ms,
+    /// reordering them (none lost: the listener repairs nothing, and a lost Start would be missing, not doubled).
+    @Test(arguments: [false, true]) func aPeerListedAsAClockOutputGetsEachTickOnce(throughJitter: Bool) throws {
         let directory = try temporaryDirectory()
         let port = freshSessionPort()
+        let relay = throughJitter ? try jitteryRelay(to: port, loss: 0) : nil
+        defer { relay?.stop() }
         let file = directory.appendingPathComponent("master.yaml")
         try """
             session: { name: master, port: \(port), bind: 127.0.0.1, advertise: false }
@@ -220,7 +223,7 @@ import Jam
         let master = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
         defer { master.interrupt() }
         #expect(waitUntilBound([port, port + 1]))
-        let listener = try RTPListener(seconds: 8, ports: [port])
+        let listener = try RTPListener(seconds: 8, ports: [relay?.front.controlPort ?? port])
         defer { listener.kill() }
         #expect(listener.waitForLine(containing: "joined 0"))
         #expect(try jambridge(["start", "--pid", "\(master.pid)"]).status == 0)
