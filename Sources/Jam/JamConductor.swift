@@ -127,6 +127,9 @@ public struct JamConductor: Sendable {
     /// While no rhythm runs: the peer whose clock was heard, and its ticks in a row. A peer whose clock runs
     /// `runningClockTicks` in a row leads, its Start unseen (this instance joined a running song).
     private var runningClock: (source: ClockSource, ticks: Int)?
+    /// True while the clock outputs wait to join a running peer's song whose Start was not seen: they get its Song
+    /// Position and Continue just before the first sixteenth made from the follower's timeline.
+    private var outputsJoin = false
     /// Ticks in a row (a beat) after which a peer's running clock counts as a song it leads.
     public static let runningClockTicks = MIDIClock.ticksPerBeat
     /// When the last tick of a peer that leads came: a master heard only by its clock leaves when it falls silent.
@@ -187,7 +190,15 @@ public struct JamConductor: Sendable {
                 return true
             }
             follower.tick(arrival: arrival, senderTime: senderTime, songTick: songTick)
-            if !leads, case .peer = source { leads = heardRunning(source, senderTime: senderTime ?? arrival, now: arrival, emit: emit) }
+            if !leads, case .peer = source {
+                leads = heardRunning(source, senderTime: senderTime ?? arrival, now: arrival, emit: emit)
+                if leads, songTick != nil {
+                    // Its journal counts its song: the follower takes the count from its next tick, and the outputs
+                    // join the song on a coming sixteenth.
+                    follower.resume()
+                    outputsJoin = true
+                }
+            }
             if leads, case .local = sender, let tick = follower.songTick, tick % MIDIClock.ticksPerSixteenth == 0 {
                 greetJoiners(sixteenth: tick / MIDIClock.ticksPerSixteenth, at: arrival, emit: emit)
             }
@@ -225,7 +236,10 @@ public struct JamConductor: Sendable {
             // A Stop goes out before what follows it (an heir's Start); a winning Start after what it ends.
             if message != .stop, let change = verdict.change { handle(change, now: arrival, emit: emit) }
             _ = follower.receive(message, arrival: arrival, senderTime: senderTime)
-            if command != .songPosition { regenerated = nil }
+            if command != .songPosition {
+                regenerated = nil
+                outputsJoin = false
+            }
             if let played {
                 // The outputs keep the song they began: the winner's ticks go on from the next index, no Start.
                 regenerated = played > 0 ? played - 1 : nil
@@ -363,7 +377,7 @@ public struct JamConductor: Sendable {
         }
         if case .peer? = election.master, follower.isRunning {
             // Before the second tick there is no timeline yet: the next tick's arrival fires.
-            deadlines.append(early((regenerated.map { $0 + 1 } ?? follower.songTick).flatMap { follower.time(atTick: Double($0)) }))
+            deadlines.append(early(nextRegenerated.flatMap { follower.time(atTick: Double($0)) }))
         }
         return deadlines.compactMap { $0 }.min()
     }
@@ -375,7 +389,7 @@ public struct JamConductor: Sendable {
         if election.master == instance, generator.isRunning {
             next = generator.position
         } else if case .peer? = election.master {
-            next = regenerated.map { $0 + 1 } ?? follower.songTick
+            next = nextRegenerated
         } else {
             next = nil
         }
@@ -480,6 +494,17 @@ public struct JamConductor: Sendable {
         if withdrew { emit(.withdraw(after: now)) }
     }
 
+    /// The next tick the clock outputs get from the follower's timeline: the one after the last they got, or the
+    /// follower's; while they wait to join the song (`outputsJoin`), the first sixteenth from there.
+    private var nextRegenerated: Int? {
+        (regenerated.map { $0 + 1 } ?? follower.songTick).map(joiningTick)
+    }
+
+    /// `tick`, or while the clock outputs wait to join the song, the first sixteenth's from there.
+    private func joiningTick(_ tick: Int) -> Int {
+        outputsJoin ? MIDIClock.sixteenth(atOrAfter: tick) * MIDIClock.ticksPerSixteenth : tick
+    }
+
     /// The clock outputs get the follower's ticks due by `horizon`, each at its predicted time.
     private mutating func regenerate(until horizon: MonotonicInstant, emit: (JamOutput) -> Void) {
         guard let position = follower.position(at: horizon) else { return }
@@ -489,7 +514,14 @@ public struct JamConductor: Sendable {
             counters.skippedTicks += last - next
             next = last
         }
+        next = joiningTick(next)
         while let time = follower.time(atTick: Double(next)), time <= horizon {
+            if outputsJoin {
+                let sixteenth = UInt14(masking: UInt16(truncatingIfNeeded: next / MIDIClock.ticksPerSixteenth))
+                emit(.deliver(JamDelivery(message: .songPosition(sixteenth), time: time, toSession: false, toLocal: true)))
+                emit(.deliver(JamDelivery(message: .continue, time: time, toSession: false, toLocal: true)))
+                outputsJoin = false
+            }
             emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
             regenerated = next
             next += 1
@@ -505,6 +537,7 @@ public struct JamConductor: Sendable {
         withdrawAhead(now: now, emit: emit)
         emit(.changed(change))
         regenerated = nil
+        outputsJoin = false
         joiners = []
         runningClock = nil
         masterClockHeard = nil

@@ -22,10 +22,11 @@ final class ConductorHarness {
     /// Runs the deadlines up to `time`, then takes `message`.
     @discardableResult
     func receive(_ message: MIDIMessage, from sender: JamSender, at time: MonotonicInstant,
-                          senderTime: MonotonicInstant? = nil, roundTrip: UInt64? = nil) -> Bool {
+                          senderTime: MonotonicInstant? = nil, roundTrip: UInt64? = nil, songTick: Int? = nil) -> Bool {
         run(until: time)
         var emitted: [JamOutput] = []
-        let taken = conductor.receive(message, from: sender, arrival: time, senderTime: senderTime, roundTrip: roundTrip) {
+        let taken = conductor.receive(message, from: sender, arrival: time, senderTime: senderTime, roundTrip: roundTrip,
+                                      songTick: songTick) {
             emitted.append($0)
         }
         outputs += emitted.map { ($0, time) }
@@ -420,6 +421,30 @@ final class ConductorHarness {
             jam.receive(.timingClock, from: peer, at: MonotonicInstant(Double(k) * period, after: at(4)))
         }
         #expect(jam.conductor.election.master == nil)
+    }
+
+    /// The same running clock, its ticks counted by the peer's journal (chapter Q: the master is a jambridge whose
+    /// greeting was lost, or a peer that keeps the count): it leads, and the outputs join its song just before the
+    /// first sixteenth after that, with a Song Position and a Continue, then ticks in phase with the master's.
+    @Test func aRunningClockThatCountsItsSongIsJoinedOnASixteenth() throws {
+        let jam = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        let first = 1_001 // the master's count of the first tick heard: 166 sixteenths and 5 ticks into its song
+        for k in 0..<72 {
+            let intended = MonotonicInstant(Double(k) * period, after: at(0))
+            jam.receive(.timingClock, from: peer, at: intended.advanced(byNanoseconds: 1_000_000), senderTime: intended,
+                        songTick: first + k)
+        }
+        let local = jam.local
+        let joined = try #require(local.firstIndex { $0.message != .timingClock }, "\(local.prefix(4).map(\.message))")
+        #expect(joined == 0, "ticks went out before the outputs joined: \(local.prefix(4).map(\.message))")
+        // The sixteenth after the tick the follower first counted (the 25th heard, 1,025) is 171: tick 1,026.
+        #expect(local.prefix(3).map(\.message) == [.songPosition(UInt14(masking: 171)), .continue, .timingClock])
+        #expect(local.filter { $0.message != .timingClock }.count == 2)
+        for (n, delivery) in local.dropFirst(2).enumerated() {
+            let meant = MonotonicInstant(Double(171 * 6 + n - first) * period, after: at(0))
+            #expect(abs(delivery.time.nanoseconds(since: meant)) < 1e6, "tick \(171 * 6 + n)")
+        }
+        #expect(local.count > 40)
     }
 
     /// Hostile input: a clock storm from the master, Start/Stop flapping, song positions past the end and ticks
