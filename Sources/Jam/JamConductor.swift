@@ -205,9 +205,12 @@ public struct JamConductor: Sendable {
             if leads { relay(message, from: sender, at: arrival, emit: emit) }
             guard case .peer? = election.master else { return true }
             masterClockHeard = arrival
-            if regenerated == nil, follower.tempo == nil, let first = follower.songTick {
+            if regenerated == nil, follower.tempo == nil, let first = follower.songTick,
+               !outputsJoin || first % MIDIClock.ticksPerSixteenth == 0 {
                 // The song's first tick comes before the follower has a timeline: it goes out as it came.
-                emit(.deliver(JamDelivery(message: .timingClock, time: senderTime ?? arrival, toSession: false, toLocal: true)))
+                let time = senderTime ?? arrival
+                if outputsJoin { joinOutputs(atTick: first, time: time, emit: emit) }
+                emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
                 regenerated = first
             }
             fire(now: arrival, emit: emit)
@@ -246,6 +249,9 @@ public struct JamConductor: Sendable {
             } else {
                 relay(message, from: sender, at: arrival, emit: emit)
                 if command == .start || command == .continue { songStart = sent }
+                // A peer's Continue: the outputs join its song with a Song Position where the ticks made from the
+                // follower's timeline reach a sixteenth (the position its count says, whatever a repair left out).
+                if case .peer = sender, message == .continue { outputsJoin = true }
             }
             if message == .stop {
                 songStart = nil
@@ -494,6 +500,14 @@ public struct JamConductor: Sendable {
         if withdrew { emit(.withdraw(after: now)) }
     }
 
+    /// The clock outputs join a peer's song at `tick`, a sixteenth's, due at `time`: a Song Position and a Continue.
+    private mutating func joinOutputs(atTick tick: Int, time: MonotonicInstant, emit: (JamOutput) -> Void) {
+        let sixteenth = UInt14(masking: UInt16(truncatingIfNeeded: tick / MIDIClock.ticksPerSixteenth))
+        emit(.deliver(JamDelivery(message: .songPosition(sixteenth), time: time, toSession: false, toLocal: true)))
+        emit(.deliver(JamDelivery(message: .continue, time: time, toSession: false, toLocal: true)))
+        outputsJoin = false
+    }
+
     /// The next tick the clock outputs get from the follower's timeline: the one after the last they got, or the
     /// follower's; while they wait to join the song (`outputsJoin`), the first sixteenth from there.
     private var nextRegenerated: Int? {
@@ -516,12 +530,7 @@ public struct JamConductor: Sendable {
         }
         next = joiningTick(next)
         while let time = follower.time(atTick: Double(next)), time <= horizon {
-            if outputsJoin {
-                let sixteenth = UInt14(masking: UInt16(truncatingIfNeeded: next / MIDIClock.ticksPerSixteenth))
-                emit(.deliver(JamDelivery(message: .songPosition(sixteenth), time: time, toSession: false, toLocal: true)))
-                emit(.deliver(JamDelivery(message: .continue, time: time, toSession: false, toLocal: true)))
-                outputsJoin = false
-            }
+            if outputsJoin { joinOutputs(atTick: next, time: time, emit: emit) }
             emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
             regenerated = next
             next += 1
@@ -587,14 +596,15 @@ public struct JamConductor: Sendable {
         }
     }
 
-    /// Passes on a message from the master: a local one to the session and the other clock outputs, a peer's to the
-    /// clock outputs; the ticks of a peer are made afresh instead.
+    /// Passes on a message from the master: a local one to the session and the other clock outputs, a peer's Start
+    /// or Stop to the clock outputs (its ticks are made afresh, its Song Position and Continue join them).
     private func relay(_ message: MIDIMessage, from sender: JamSender, at time: MonotonicInstant, emit: (JamOutput) -> Void) {
         switch sender {
         case .local(let endpoint, _):
             emit(.deliver(JamDelivery(message: message, time: time, toSession: true, toLocal: true, except: endpoint)))
         case .peer:
-            guard message != .timingClock else { return }
+            // Its ticks are made afresh, and its Song Position and Continue go out with them (`outputsJoin`).
+            guard message == .start || message == .stop else { return }
             emit(.deliver(JamDelivery(message: message, time: time, toSession: false, toLocal: true)))
         }
     }

@@ -327,20 +327,26 @@ private final class LaptopLog: @unchecked Sendable { // guarded by `lock`
     }
 }
 
-/// The clock runs on a device: each Start (or Continue) with the ticks after it, until the next Stop, Start or Continue.
-private func clockRuns(_ heard: [Heard]) -> [(start: Double, ticks: [Double], stopped: Double?)] {
-    var runs: [(start: Double, ticks: [Double], stopped: Double?)] = []
-    var running = false
+/// The clock runs on a device: each Start (or Continue) with the ticks after it by their index in the song (from 0
+/// after a Start, from where the song stood after a Continue: its Song Position's, or where it stopped), until the next
+/// Stop, Start or Continue.
+private func clockRuns(_ heard: [Heard]) -> [(start: Double, ticks: [Int: Double], stopped: Double?)] {
+    var runs: [(start: Double, ticks: [Int: Double], stopped: Double?)] = []
+    var running = false, position = 0
     for item in heard {
         switch item.message {
+        case .songPosition(let sixteenths):
+            position = Int(sixteenths.value) * 6
         case .start, .continue:
-            runs.append((item.time, [], nil))
+            if item.message == .start { position = 0 }
+            runs.append((item.time, [:], nil))
             running = true
         case .stop where running:
             runs[runs.count - 1].stopped = item.time
             running = false
         case .timingClock where running:
-            runs[runs.count - 1].ticks.append(item.time)
+            runs[runs.count - 1].ticks[position] = item.time
+            position += 1
         default: break
         }
     }
@@ -374,7 +380,8 @@ private struct OffsetFigures: CustomStringConvertible {
 
 /// A follower's clock output against the master's, both read on one clock, over the ticks from `from` to `until`
 /// (the first two beats of the song left out: the follower locks in one).
-/// - `ticks`: tick by tick, the n-th tick after Start on each (a tick slipped shows as a whole period, 21 ms at 120 BPM).
+/// - `ticks`: tick by tick, by song index on each (from Start, or a Song Position and Continue): a tick slipped shows as
+///   a whole period, 21 ms at 120 BPM.
 /// - `beats`: where each instance put its beats. A tick is never sent early, but in the VM it is often sent late: the
 ///   emulated processors stall, and both instances send their ticks from a thread at their due time. So each
 ///   instance's timeline is read, per 2-beat window, from the earliest tenth of its ticks (their times less k
@@ -387,19 +394,27 @@ private struct ClockComparison: CustomStringConvertible {
     var description: String { "ticks \(ticks); beats \(beats); the master's own ticks off its period by up to \(ms(masterJitter))" }
 }
 
-private func clockComparison(master: [Double], follower: [Double], from: Double, until: Double) -> ClockComparison? {
+private func clockComparison(master: [Int: Double], follower: [Int: Double], from: Double, until: Double) -> ClockComparison? {
     let period = 60.0 / 120 / 24
-    let indices = (48..<min(master.count, follower.count)).filter { master[$0] >= from && follower[$0] >= from && master[$0] < until && follower[$0] < until }
+    let indices = master.keys.filter { k in
+        guard k >= 48, let m = master[k], let f = follower[k] else { return false }
+        return m >= from && f >= from && m < until && f < until
+    }.sorted()
     guard let first = indices.first, let last = indices.last else { return nil }
-    let ticks = indices.map { (follower[$0] - master[$0]) * 1000 }
-    let line = { (k: Int) in master[first] + Double(k - first) * period }
+    let ticks = indices.map { (follower[$0]! - master[$0]!) * 1000 }
+    let line = { (k: Int) in master[first]! + Double(k - first) * period }
     var beats: [Double] = []
     for start in stride(from: first, through: last - 47, by: 48) {
         let window = start..<(start + 48)
-        let earliest = { (times: [Double]) in window.map { times[$0] - line($0) }.sorted()[4] }
-        beats.append((earliest(follower) - earliest(master)) * 1000)
+        let earliest = { (times: [Int: Double]) -> Double? in
+            let offsets = window.compactMap { k in times[k].map { $0 - line(k) } }.sorted()
+            return offsets.count > 4 ? offsets[4] : nil
+        }
+        if let f = earliest(follower), let m = earliest(master) { beats.append((f - m) * 1000) }
     }
-    let jitter = zip(master[first...last].dropFirst(), master[first...last]).map { abs(($0 - $1) - period) * 1000 }.max() ?? 0
+    let jitter = zip(indices.dropFirst(), indices).compactMap { k, before in
+        k == before + 1 ? abs((master[k]! - master[before]!) - period) * 1000 : nil
+    }.max() ?? 0
     return ClockComparison(ticks: OffsetFigures(ticks), beats: OffsetFigures(beats), masterJitter: jitter)
 }
 
@@ -958,8 +973,8 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         // ---------------------------------------------------------------------------------------------------------
         timeline.step("9. The beats of Rack and Phone, from their clock outputs on one clock (amidi's kernel timestamps)")
         let rackRuns = clockRuns(drumMachine.heard()), phoneRuns = clockRuns(synth.heard())
-        func songTicks(_ runs: [(start: Double, ticks: [Double], stopped: Double?)], from time: Double) -> [Double] {
-            runs.first { $0.start >= time - 0.5 }?.ticks ?? []
+        func songTicks(_ runs: [(start: Double, ticks: [Int: Double], stopped: Double?)], from time: Double) -> [Int: Double] {
+            runs.first { $0.start >= time - 0.5 }?.ticks ?? [:]
         }
         // The phone leading, its synth has its generator's ticks and the rack's drum machine the rack's follower's; then
         // the other way round. Compared tick by tick (the n-th after Start on each), in the quiet whiles.
@@ -1133,8 +1148,8 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
         Thread.sleep(forTimeInterval: 1)
         for process in processes { process.signal(SIGINT) }
         for process in processes { process.finish(killingAfter: 10) }
-        let master = clockRuns(drumMachine.heard()).first { $0.start >= started - 0.5 }?.ticks ?? []
-        let follower = clockRuns(synth.heard()).first { $0.start >= started - 0.5 }?.ticks ?? []
+        let master = clockRuns(drumMachine.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
+        let follower = clockRuns(synth.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
         let sync = try #require(clockComparison(master: master, follower: follower, from: started + 2, until: stopped),
                                 "rack \(master.count) ticks, phone \(follower.count)")
         print("netem \(netem): \(sync)")

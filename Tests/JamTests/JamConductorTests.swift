@@ -447,6 +447,25 @@ final class ConductorHarness {
         #expect(local.count > 40)
     }
 
+    /// A master's Start lost with its first tick, repaired from the next packet's journal as a Continue (chapter Q says
+    /// only that the song runs, and where): the outputs join the song just before the first sixteenth, with the Song
+    /// Position of that sixteenth and a Continue, then its ticks on the master's times. (Passed on as it came, the
+    /// Continue without a position put a device a tick behind the song: found by the acceptance scenario in CI.)
+    @Test func aStartRepairedAsAContinueJoinsTheOutputsOnTheSongsSixteenth() throws {
+        let jam = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        jam.receive(.continue, from: peer, at: at(0.03))
+        for k in 1..<48 {
+            let intended = MonotonicInstant(Double(k) * period, after: at(0))
+            jam.receive(.timingClock, from: peer, at: intended.advanced(byNanoseconds: 1_000_000), senderTime: intended, songTick: k)
+        }
+        let local = jam.local
+        #expect(local.prefix(3).map(\.message) == [.songPosition(UInt14(masking: 1)), .continue, .timingClock], "\(local.prefix(4).map(\.message))")
+        for (n, delivery) in local.dropFirst(2).enumerated() {
+            #expect(abs(delivery.time.nanoseconds(since: MonotonicInstant(Double(6 + n) * period, after: at(0)))) < 1e6, "tick \(6 + n)")
+        }
+        #expect(local.count > 30)
+    }
+
     /// Hostile input: a clock storm from the master, Start/Stop flapping, song positions past the end and ticks
     /// from everyone else are bounded and counted.
     /// A peer's Start stamped 30 s before it came (RTP timestamps are the sender's word) takes nothing from the
