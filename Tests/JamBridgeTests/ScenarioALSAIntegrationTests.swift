@@ -977,7 +977,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             runs.first { $0.start >= time - 0.5 }?.ticks ?? [:]
         }
         // The phone leading, its synth has its generator's ticks and the rack's drum machine the rack's follower's; then
-        // the other way round. Compared tick by tick (the n-th after Start on each), in the quiet whiles.
+        // the other way round. Compared tick by tick (by song index on each: from Start, or a Song Position and Continue), in the quiet whiles.
         let comparisons = [
             ("phone leads", "the rack's ticks - the phone's", songTicks(phoneRuns, from: phoneStarted), songTicks(rackRuns, from: phoneStarted), phoneQuiet, phoneQuiet + quiet),
             ("rack leads", "the phone's ticks - the rack's", songTicks(rackRuns, from: rackStarted), songTicks(phoneRuns, from: rackStarted), rackQuiet, rackQuietEnd),
@@ -1106,7 +1106,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
 
     /// Issue 31, in the VM with netem: the lab's LAN delays every packet 0-20 ms or 0-50 ms (netem's uniform jitter,
     /// reordering them; clock sync included) and loses 5 %, each way. The rack leads 60 s at 120 BPM to its drum
-    /// machine; the phone follows, to its synth. Read with the kernel's timestamps, tick by tick (the n-th after Start
+    /// machine; the phone follows, to its synth. Read with the kernel's timestamps, tick by tick (by song index
     /// on each), the phone's beats are within 2 ms of the rack's on average and never half a period off: its clock
     /// never slipped a tick.
     @Test(arguments: ["delay 10ms 10ms loss 5%", "delay 25ms 25ms loss 5%"])
