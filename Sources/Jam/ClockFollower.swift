@@ -201,8 +201,9 @@ public struct ClockFollower: BeatTimeline, Sendable {
 
     /// The ticks from `tick` on to the master's count `songTick` (modulo 2^19), between -2^18 and 2^18.
     private static func ticksOn(from tick: Int, to songTick: Int) -> Int {
-        let ahead = (songTick - tick) & 0x7FFFF
-        return ahead < 0x40000 ? ahead : ahead - 0x80000
+        let modulus = SenderTime.songTickModulus
+        let ahead = (songTick - tick) & (modulus - 1)
+        return ahead < modulus / 2 ? ahead : ahead - modulus
     }
 
     /// True while running with no tick for `silenceLimit`: the master is gone.

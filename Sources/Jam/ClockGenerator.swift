@@ -95,7 +95,7 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         // A song position has 14 bits: past 16384 sixteenths (1024 bars of 4/4) it wraps, which keeps the bar.
         let wrapped = sixteenths % 0x4000
         position = wrapped * MIDIClock.ticksPerSixteenth
-        let due = schedule(.songPosition(UInt14(masking: UInt16(wrapped))), at: time, emit: emit)
+        let due = schedule(MIDIClock.songPosition(sixteenth: wrapped), at: time, emit: emit)
         run(from: schedule(.continue, at: due, emit: emit))
     }
 

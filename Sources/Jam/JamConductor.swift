@@ -413,8 +413,7 @@ public struct JamConductor: Sendable {
     /// sixteenth's first tick; through the session while one of this instance's sources leads, else through the clock
     /// outputs.
     private mutating func greetJoiners(sixteenth: Int, at time: MonotonicInstant, emit: (JamOutput) -> Void) {
-        // 14 bits: past 16384 sixteenths it wraps, as the generator's does; never a trap, whatever the follower counted.
-        let position = MIDIMessage.songPosition(UInt14(masking: UInt16(truncatingIfNeeded: sixteenth & 0x3FFF)))
+        let position = MIDIClock.songPosition(sixteenth: sixteenth)
         let leads = election.master?.isLocal ?? false
         for ssrc in joiners {
             for message in [position, .continue] {
@@ -502,8 +501,8 @@ public struct JamConductor: Sendable {
 
     /// The clock outputs join a peer's song at `tick`, a sixteenth's, due at `time`: a Song Position and a Continue.
     private mutating func joinOutputs(atTick tick: Int, time: MonotonicInstant, emit: (JamOutput) -> Void) {
-        let sixteenth = UInt14(masking: UInt16(truncatingIfNeeded: tick / MIDIClock.ticksPerSixteenth))
-        emit(.deliver(JamDelivery(message: .songPosition(sixteenth), time: time, toSession: false, toLocal: true)))
+        let position = MIDIClock.songPosition(sixteenth: tick / MIDIClock.ticksPerSixteenth)
+        emit(.deliver(JamDelivery(message: position, time: time, toSession: false, toLocal: true)))
         emit(.deliver(JamDelivery(message: .continue, time: time, toSession: false, toLocal: true)))
         outputsJoin = false
     }

@@ -24,6 +24,12 @@ public enum MIDIClock {
         (tick + ticksPerSixteenth - 1) / ticksPerSixteenth
     }
 
+    /// The Song Position of sixteenth `sixteenth`: 14 bits, so past 16384 sixteenths (1024 bars of 4/4) it wraps,
+    /// which keeps the bar; never a trap, whatever a follower counted.
+    @inlinable public static func songPosition(sixteenth: Int) -> MIDIMessage {
+        .songPosition(UInt14(masking: UInt16(truncatingIfNeeded: sixteenth & 0x3FFF)))
+    }
+
     /// Nanoseconds between ticks at `bpm` quarter notes a minute.
     @inlinable public static func tickPeriod(bpm: Double) -> Double { 60e9 / (bpm * Double(ticksPerBeat)) }
     /// Quarter notes a minute for ticks `period` nanoseconds apart.

@@ -85,6 +85,8 @@ public struct SenderTime: Hashable, Sendable {
     /// For a clock tick: the sender's count of it in its song (ticks since the song's start, or a song position's),
     /// modulo 2^19, where the sender's journal keeps that count through loss (RFC 6295 chapter Q); nil otherwise.
     public var songTick: Int?
+    /// What `songTick` counts modulo: 2^19, chapter Q's CLOCK field.
+    public static let songTickModulus = 1 << 19
     @inlinable public init(_ instant: MonotonicInstant, roundTrip: UInt64?, songTick: Int? = nil) {
         self.instant = instant
         self.roundTrip = roundTrip

@@ -87,7 +87,7 @@ struct MIDIState {
             changed(.sequencer)
         case .timingClock:
             guard running else { return }
-            position = (position &+ 1) & 0x7FFFF // Chapter Q's 19 bits
+            position = (position &+ 1) & UInt32(SenderTime.songTickModulus - 1) // chapter Q's 19 bits
             changed(.sequencer)
         case .songPosition(let beats):
             position = UInt32(beats.value) * 6

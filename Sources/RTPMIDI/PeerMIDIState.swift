@@ -26,7 +26,7 @@ struct PeerMIDIState {
     /// The sender's count of the clock tick just tracked in its song, modulo 2^19 (chapter Q's CLOCK, which counts the
     /// ticks played, so this tick is one less); nil unless its song runs and the count is known.
     var songTick: Int? {
-        state.running && positionKnown ? Int((state.position &+ 0x7FFFF) & 0x7FFFF) : nil
+        state.running && positionKnown ? (Int(state.position) - 1) & (SenderTime.songTickModulus - 1) : nil
     }
 
     /// Packets were lost and no journal came to repair them: the ticks they held are not counted until one says where
@@ -40,7 +40,7 @@ struct PeerMIDIState {
     /// only if the sender's journals keep it and this one covers the loss.
     mutating func adoptPosition(from journal: RecoveryJournal, coversLoss: Bool) {
         if let clock = journal.system?.sequencer?.clock {
-            state.position = clock & 0x7FFFF
+            state.position = clock & UInt32(SenderTime.songTickModulus - 1)
             positionKnown = true
             journalsCountClock = true
         } else if !(journalsCountClock && coversLoss) {

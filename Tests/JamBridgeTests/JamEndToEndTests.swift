@@ -369,13 +369,8 @@ import Jam
         #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
         #expect(b.waitForError(containing: "control socket"), "\(b.errorSoFar)")
         let sockets = [ControlPath.socket(pid: a.pid), ControlPath.socket(pid: b.pid)]
-        var rng = SystemRandomNumberGenerator()
         for round in 0..<20 {
-            let later = round % 2, gap = Double.random(in: 0...0.005, using: &rng)
-            DispatchQueue.concurrentPerform(iterations: 2) { index in
-                if index == later { Thread.sleep(forTimeInterval: gap) }
-                _ = try? ControlClient.send(.command(.jam(.start)), to: sockets[index])
-            }
+            startAtOnce(sockets, round: round)
             // A loser leads for the moment the winner's Start takes to reach it: both must agree once it has.
             let agreed = { (masters: [String]) in masters[0] == masters[1] && masters[0].contains("clock master jam-") }
             let deadline = Date().addingTimeInterval(5)
@@ -405,6 +400,16 @@ import Jam
             #expect(songs.count == 20, "\(name): \(transport)")
             #expect(songs.allSatisfy { $0.filter { $0 != "Song position" } == ["Start"] }, "\(name): \(songs.filter { $0 != ["Start"] })")
         }
+    }
+}
+
+/// Tells the two daemons of `sockets` to start within 5 ms of each other, the second one later in odd rounds.
+func startAtOnce(_ sockets: [String], round: Int) {
+    var rng = SystemRandomNumberGenerator()
+    let later = round % 2, gap = Double.random(in: 0...0.005, using: &rng)
+    DispatchQueue.concurrentPerform(iterations: 2) { index in
+        if index == later { Thread.sleep(forTimeInterval: gap) }
+        _ = try? ControlClient.send(.command(.jam(.start)), to: sockets[index])
     }
 }
 

@@ -1018,90 +1018,65 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
     /// - The rack leads and quits (SIGTERM): the phone (`on-master-lost: next`) carries the song, its synth gets no
     ///   Stop and no second Start, and its ticks go on.
     @Test func theJamInARealRoomThroughNetem() throws {
-        try #require(getuid() == 0, "the lab needs root to create network namespaces")
-        let rack = Host(name: "rack"), phone = Host(name: "phone")
-        let dir = try temporaryDirectory()
-        var processes: [TimedLines] = []
-        defer {
-            for process in processes where process.isRunning { process.signal(SIGKILL) }
-            _ = try? run("/bin/bash", [lab, "down"])
-        }
-        try #require(try run("/bin/bash", [lab, "up"], environment: ["SCENARIO_NETEM": "delay 5ms 5ms loss 1%"]).status == 0,
-                     "scripts/scenario-lab.sh up failed")
-        let rackFile = dir.appendingPathComponent("rack.yaml"), phoneFile = dir.appendingPathComponent("phone.yaml")
-        try """
+        try withRackAndPhone(netem: "delay 5ms 5ms loss 1%", rack: """
             session: { name: Rack, advertise: false, invite: [{ host: 10.78.0.2, port: 5004 }, { host: 10.78.0.9, port: 5004 }] }
             clock: { on-master-lost: next, to: [drum-machine] }
             endpoints:
               drum-machine: { alsa: "Virtual Raw MIDI 0-1" }
-            """.write(to: rackFile, atomically: true, encoding: .utf8)
-        try """
+            """, phone: """
             session: { name: Phone, advertise: false }
             clock: { on-master-lost: next, to: [synth] }
             endpoints:
               synth: { alsa: "Virtual Raw MIDI 0-3" }
-            """.write(to: phoneFile, atomically: true, encoding: .utf8)
-        let drumMachine = try DeviceReader("drum machine", device: 1), synth = try DeviceReader("synth", device: 3)
-        processes += [drumMachine.process, synth.process]
-        Thread.sleep(forTimeInterval: 1)
-        let phoneDaemon = try phone.start([executable.path, "run", "--stop-after", "600", phoneFile.path])
-        let rackDaemon = try rack.start([executable.path, "run", "--stop-after", "600", rackFile.path])
-        processes += [phoneDaemon, rackDaemon]
-        let joined = try rack.waitForStatus { $0.session?.peers.contains { $0.name == "Phone" } == true }
-        try #require(joined?.session?.peers.contains { $0.name == "Phone" } == true, "the phone never joined")
+            """) { lab in
+            let (rack, phone) = (lab.rack, lab.phone)
+            // The invitation nobody answers.
+            let warning = lab.rackDaemon.waitForLine { $0.contains("no answer from") && $0.contains("10.78.0.9") }
+            #expect(warning != nil, "\(lab.rackDaemon.text)")
+            let pending = rack.peek()?.session?.invitations.first { $0.address.contains("10.78.0.9") }
+            #expect(pending.map { $0.state == "inviting" && $0.tries >= 2 } == true, "\(String(describing: pending))")
 
-        // The invitation nobody answers.
-        let warning = rackDaemon.waitForLine { $0.contains("no answer from") && $0.contains("10.78.0.9") }
-        #expect(warning != nil, "\(rackDaemon.text)")
-        let pending = rack.peek()?.session?.invitations.first { $0.address.contains("10.78.0.9") }
-        #expect(pending.map { $0.state == "inviting" && $0.tries >= 2 } == true, "\(String(describing: pending))")
-
-        // Simultaneous starts.
-        let sockets = try [rack, phone].map { try #require($0.controlSocket) }
-        func masters() -> [String?] { [rack, phone].map { $0.peek()?.jam?.master } }
-        func waitFor(_ holds: () -> Bool) -> Bool {
-            let deadline = monotonic() + 10
-            while !holds(), monotonic() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-            return holds()
-        }
-        var rng = SystemRandomNumberGenerator()
-        for round in 0..<20 {
-            let later = round % 2, gap = Double.random(in: 0...0.005, using: &rng)
-            DispatchQueue.concurrentPerform(iterations: 2) { index in
-                if index == later { Thread.sleep(forTimeInterval: gap) }
-                _ = try? ControlClient.send(.command(.jam(.start)), to: sockets[index])
+            // Simultaneous starts.
+            let sockets = try [rack, phone].map { try #require($0.controlSocket) }
+            func masters() -> [String?] { [rack, phone].map { $0.peek()?.jam?.master } }
+            func waitFor(_ holds: () -> Bool) -> Bool {
+                let deadline = monotonic() + 10
+                while !holds(), monotonic() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+                return holds()
             }
-            #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())")
-            Thread.sleep(forTimeInterval: 0.5)
-            let leader = masters()[0] == "Phone" ? 1 : 0
-            #expect((try? ControlClient.send(.command(.jam(.stop)), to: sockets[leader])) != nil, "round \(round)")
-            #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)")
-        }
+            for round in 0..<20 {
+                startAtOnce(sockets, round: round)
+                #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())")
+                Thread.sleep(forTimeInterval: 0.5)
+                let leader = masters()[0] == "Phone" ? 1 : 0
+                #expect((try? ControlClient.send(.command(.jam(.stop)), to: sockets[leader])) != nil, "round \(round)")
+                #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)")
+            }
 
-        // The master quits.
-        let rackPID = try #require(rack.peek()?.pid)
-        _ = try ControlClient.send(.command(.jam(.start)), to: sockets[0])
-        #expect(waitFor { phone.peek()?.jam?.master == "Rack" })
-        Thread.sleep(forTimeInterval: 2)
-        let quit = monotonic()
-        kill(rackPID, SIGTERM)
-        #expect(waitFor { phone.peek()?.jam?.role == "master" }, "\(String(describing: phone.peek()?.jam))")
-        Thread.sleep(forTimeInterval: 2)
-        let stopped = monotonic()
-        _ = try ControlClient.send(.command(.jam(.stop)), to: sockets[1])
-        Thread.sleep(forTimeInterval: 1)
-        for process in processes { process.signal(SIGINT) }
-        for process in processes { process.finish(killingAfter: 10) }
+            // The master quits.
+            let rackPID = try #require(rack.peek()?.pid)
+            _ = try ControlClient.send(.command(.jam(.start)), to: sockets[0])
+            #expect(waitFor { phone.peek()?.jam?.master == "Rack" })
+            Thread.sleep(forTimeInterval: 2)
+            let quit = monotonic()
+            kill(rackPID, SIGTERM)
+            #expect(waitFor { phone.peek()?.jam?.role == "master" }, "\(String(describing: phone.peek()?.jam))")
+            Thread.sleep(forTimeInterval: 2)
+            let stopped = monotonic()
+            _ = try ControlClient.send(.command(.jam(.stop)), to: sockets[1])
+            Thread.sleep(forTimeInterval: 1)
+            lab.stop()
 
-        for reader in [drumMachine, synth] {
-            let transport = reader.heard().map(\.message).filter { $0.isClockOrTransport && $0 != .timingClock }
-            // Songs end with a Stop; a Song Position may come between songs (a journal repairing a packet lost around a Stop).
-            let songs = transport.split(separator: .stop, omittingEmptySubsequences: false).map { $0.filter { if case .songPosition = $0 { false } else { true } } }
-            #expect(songs.count >= 21 && songs.prefix(20).allSatisfy { $0 == [.start] }, "\(reader.name): \(songs)")
+            for reader in [lab.drumMachine, lab.synth] {
+                let transport = reader.heard().map(\.message).filter { $0.isClockOrTransport && $0 != .timingClock }
+                // Songs end with a Stop; a Song Position may come between songs (a journal repairing a packet lost around a Stop).
+                let songs = transport.split(separator: .stop, omittingEmptySubsequences: false).map { $0.filter { if case .songPosition = $0 { false } else { true } } }
+                #expect(songs.count >= 21 && songs.prefix(20).allSatisfy { $0 == [.start] }, "\(reader.name): \(songs)")
+            }
+            let afterQuit = lab.synth.heard(after: quit)
+            #expect(!afterQuit.contains { $0.time < stopped && ($0.message == .stop || $0.message == .start) }, "\(afterQuit.filter { $0.message != .timingClock })")
+            #expect(afterQuit.filter { $0.time < stopped && $0.message == .timingClock }.count > 80, "the song went on after the rack quit")
         }
-        let afterQuit = synth.heard(after: quit)
-        #expect(!afterQuit.contains { $0.time < stopped && ($0.message == .stop || $0.message == .start) }, "\(afterQuit.filter { $0.message != .timingClock })")
-        #expect(afterQuit.filter { $0.time < stopped && $0.message == .timingClock }.count > 80, "the song went on after the rack quit")
     }
 
     /// Issue 31, in the VM with netem: the lab's LAN delays every packet 0-20 ms or 0-50 ms (netem's uniform jitter,
@@ -1111,51 +1086,75 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
     /// never slipped a tick.
     @Test(arguments: ["delay 10ms 10ms loss 5%", "delay 25ms 25ms loss 5%"])
     func theClockThroughWiFiJitterAndLoss(netem: String) throws {
-        try #require(getuid() == 0, "the lab needs root to create network namespaces")
-        let rack = Host(name: "rack"), phone = Host(name: "phone")
-        let dir = try temporaryDirectory()
-        var processes: [TimedLines] = []
-        defer {
-            for process in processes where process.isRunning { process.signal(SIGKILL) }
-            _ = try? run("/bin/bash", [lab, "down"])
-        }
-        try #require(try run("/bin/bash", [lab, "up"], environment: ["SCENARIO_NETEM": netem]).status == 0, "scripts/scenario-lab.sh up failed")
-        let rackFile = dir.appendingPathComponent("rack.yaml"), phoneFile = dir.appendingPathComponent("phone.yaml")
-        try """
+        try withRackAndPhone(netem: netem, rack: """
             session: { name: Rack, advertise: false, invite: [{ host: 10.78.0.2, port: 5004 }] }
             clock: { tempo: 120, to: [drum-machine] }
             endpoints:
               drum-machine: { alsa: "Virtual Raw MIDI 0-1" }
-            """.write(to: rackFile, atomically: true, encoding: .utf8)
-        try """
+            """, phone: """
             session: { name: Phone, advertise: false }
             clock: { to: [synth] }
             endpoints:
               synth: { alsa: "Virtual Raw MIDI 0-3" }
-            """.write(to: phoneFile, atomically: true, encoding: .utf8)
-        let drumMachine = try DeviceReader("drum machine", device: 1), synth = try DeviceReader("synth", device: 3)
-        processes += [drumMachine.process, synth.process]
-        Thread.sleep(forTimeInterval: 1)
-        processes.append(try phone.start([executable.path, "run", "--stop-after", "300", phoneFile.path]))
-        processes.append(try rack.start([executable.path, "run", "--stop-after", "300", rackFile.path]))
-        let joined = try rack.waitForStatus { $0.session?.peers.contains { $0.name == "Phone" } == true }
-        try #require(joined?.session?.peers.contains { $0.name == "Phone" } == true, "the phone never joined")
-        let started = monotonic()
-        try #require(try rack.jambridge("start").status == 0)
-        Thread.sleep(forTimeInterval: 62)
-        let stopped = monotonic()
-        #expect(try rack.jambridge("stop").status == 0)
-        Thread.sleep(forTimeInterval: 1)
+            """) { lab in
+            let started = monotonic()
+            try #require(try lab.rack.jambridge("start").status == 0)
+            Thread.sleep(forTimeInterval: 62)
+            let stopped = monotonic()
+            #expect(try lab.rack.jambridge("stop").status == 0)
+            Thread.sleep(forTimeInterval: 1)
+            lab.stop()
+            let master = clockRuns(lab.drumMachine.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
+            let follower = clockRuns(lab.synth.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
+            let sync = try #require(clockComparison(master: master, follower: follower, from: started + 2, until: stopped),
+                                    "rack \(master.count) ticks, phone \(follower.count)")
+            print("netem \(netem): \(sync)")
+            #expect(sync.ticks.count >= 2_500, "\(sync)")
+            // Paired by index, a slip would put every beat after it a period (20.8 ms) off: none is half a period off.
+            // (Clock sync goes through the jitter too, and the VM stalls: 0-50 ms put one beat 5.1 ms off, 2026-11-27.)
+            #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 10, "\(sync)")
+        }
+    }
+}
+
+/// The lab's rack and phone for issue 31's tests, each running jambridge: their clock outputs (the drum machine and
+/// the synth) read by amidi, the phone joined to the rack.
+private struct RackAndPhone {
+    let rack = Host(name: "rack"), phone = Host(name: "phone")
+    let drumMachine: DeviceReader, synth: DeviceReader
+    let rackDaemon: TimedLines, phoneDaemon: TimedLines
+
+    /// Stops the daemons and the readers (SIGINT), and waits for them.
+    func stop() {
+        let processes = [drumMachine.process, synth.process, phoneDaemon, rackDaemon]
         for process in processes { process.signal(SIGINT) }
         for process in processes { process.finish(killingAfter: 10) }
-        let master = clockRuns(drumMachine.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
-        let follower = clockRuns(synth.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
-        let sync = try #require(clockComparison(master: master, follower: follower, from: started + 2, until: stopped),
-                                "rack \(master.count) ticks, phone \(follower.count)")
-        print("netem \(netem): \(sync)")
-        #expect(sync.ticks.count >= 2_500, "\(sync)")
-        // Paired by index, a slip would put every beat after it a period (20.8 ms) off: none is half a period off. (Clock
-        // sync goes through the jitter too, and the VM stalls: 0-50 ms put one beat 5.1 ms off, 2026-11-27.)
-        #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 10, "\(sync)")
     }
+}
+
+/// Brings the lab up with `netem` on its LAN, runs jambridge with route file `rack` on the rack and `phone` on the
+/// phone, waits for the phone to join, and runs `body`; then kills what still runs and takes the lab down.
+private func withRackAndPhone(netem: String, rack rackRoutes: String, phone phoneRoutes: String,
+                              _ body: (RackAndPhone) throws -> Void) throws {
+    try #require(getuid() == 0, "the lab needs root to create network namespaces")
+    let dir = try temporaryDirectory()
+    var processes: [TimedLines] = []
+    defer {
+        for process in processes where process.isRunning { process.signal(SIGKILL) }
+        _ = try? run("/bin/bash", [lab, "down"])
+    }
+    try #require(try run("/bin/bash", [lab, "up"], environment: ["SCENARIO_NETEM": netem]).status == 0, "scripts/scenario-lab.sh up failed")
+    let rackFile = dir.appendingPathComponent("rack.yaml"), phoneFile = dir.appendingPathComponent("phone.yaml")
+    try rackRoutes.write(to: rackFile, atomically: true, encoding: .utf8)
+    try phoneRoutes.write(to: phoneFile, atomically: true, encoding: .utf8)
+    let drumMachine = try DeviceReader("drum machine", device: 1), synth = try DeviceReader("synth", device: 3)
+    processes += [drumMachine.process, synth.process]
+    Thread.sleep(forTimeInterval: 1)
+    let rack = Host(name: "rack"), phone = Host(name: "phone")
+    let phoneDaemon = try phone.start([executable.path, "run", "--stop-after", "600", phoneFile.path])
+    let rackDaemon = try rack.start([executable.path, "run", "--stop-after", "600", rackFile.path])
+    processes += [phoneDaemon, rackDaemon]
+    let joined = try rack.waitForStatus { $0.session?.peers.contains { $0.name == "Phone" } == true }
+    try #require(joined?.session?.peers.contains { $0.name == "Phone" } == true, "the phone never joined")
+    try body(RackAndPhone(drumMachine: drumMachine, synth: synth, rackDaemon: rackDaemon, phoneDaemon: phoneDaemon))
 }
