@@ -44,7 +44,8 @@ import Testing
         let readers = try JSONDecoder().decode(TakeReaders.self, from: Data(read.out.utf8))
         // Rock at level 1: kick on 1 and 3, snare on 2 and 4, the hat on every beat (GM 36, 38, 42), each within
         // the style's 3 ms of humanising (0.006 beat at 120 BPM) of its beat, which the take's tempo map counts from
-        // the jam's Start.
+        // the jam's Start. The fill that ends each four-bar phrase drops the hat on its last beat: a slow machine's
+        // take (the commands above take longer) reaches it.
         for (name, notes) in [("mido", readers.mido.notes), ("pretty_midi", readers.pretty_midi.notes)] {
             #expect(notes.count >= 16, "\(name): \(notes.count) notes")
             var byBeat: [Int: [Int]] = [:]
@@ -55,7 +56,8 @@ import Testing
             }
             let firstBeat = try #require(byBeat.keys.min())
             for (beat, pitches) in byBeat where beat < byBeat.keys.max()! {
-                let expected = (beat - firstBeat) % 2 == 0 ? [36, 42] : [38, 42]
+                let songBeat = beat - firstBeat
+                let expected = songBeat % 16 == 15 ? [38] : songBeat % 2 == 0 ? [36, 42] : [38, 42]
                 #expect(pitches.sorted() == expected, "\(name): beat \(beat): \(pitches) of \(byBeat.sorted { $0.key < $1.key })")
             }
         }
