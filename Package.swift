@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Jam", targets: ["Jam"]),
         .library(name: "Drums", targets: ["Drums"]),
         .library(name: "DrumKits", targets: ["DrumKits"]),
+        .library(name: "Link", targets: ["Link"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -63,9 +64,13 @@ let package = Package(
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         // Advertising and browsing `_apple-midi._udp` sessions through CDNSSD.
         .target(name: "Bonjour", dependencies: ["CDNSSD"]),
+        // Ableton Link (Debian ableton-link-dev, header-only C++ over libasio-dev) behind a small C interface of ours.
+        .target(name: "CLink", cxxSettings: [.define("LINK_PLATFORM_LINUX")], linkerSettings: [.linkedLibrary("pthread")]),
+        // Ableton Link's session on this instance's clock, through CLink.
+        .target(name: "Link", dependencies: ["CLink", "MIDI", "Jam"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam", "Drums", "DrumKits",
+            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam", "Drums", "DrumKits", "Link",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -92,5 +97,6 @@ let package = Package(
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

@@ -119,6 +119,17 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         _ = schedule(.stop, at: time, emit: emit)
     }
 
+    /// Puts the ticks not handed out yet on another timeline (a shared one's, Ableton Link's): the next at `time`, at
+    /// `bpm` (in `tempoRange`) from there. A pending tempo is dropped: the timeline has its own.
+    public mutating func align(nextTickAt time: MonotonicInstant, tempo bpm: Double) {
+        guard isRunning else { return }
+        tempo = bpm
+        period = MIDIClock.tickPeriod(bpm: bpm)
+        pendingTempo = nil
+        anchorTick = position
+        anchorTime = time
+    }
+
     /// Takes back the ticks handed out that fall after `time` (handed out ahead, not yet played): `ticks` hands them
     /// out again, and a Stop goes at `time`, not after them. Returns true if it took any back.
     public mutating func withdraw(after time: MonotonicInstant) -> Bool {

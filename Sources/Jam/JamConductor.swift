@@ -45,6 +45,18 @@ public enum JamOutput: Equatable, Sendable {
     /// The ticks delivered ahead (`fire(now:ahead:)`) that fall after the instant are taken back: the rhythm stopped,
     /// restarted or changed hands, and what follows must not meet the old song's ticks.
     case withdraw(after: MonotonicInstant)
+    /// What the shared timeline (`share`: Ableton Link's session) is to do for this instance's song.
+    case share(SharedChange)
+}
+
+/// What this instance's song asks of the timeline it shares (Ableton Link's session).
+public enum SharedChange: Equatable, Sendable {
+    /// Play from `beat` (a bar line) at `time`: in a session alone, that beat is put there; with peers it is there.
+    case start(beat: Double, at: MonotonicInstant)
+    /// Stop playing at `time`.
+    case stop(at: MonotonicInstant)
+    /// The tempo, from now on.
+    case tempo(Double)
 }
 
 /// What someone asks of the running daemon (`jambridge start|stop|tempo`, OSC `/jambridge/...`).
@@ -141,6 +153,15 @@ public struct JamConductor: Sendable {
     /// The generator's first tick that goes to the clock outputs: above 0 when its song took over the downbeat of one
     /// the outputs were playing (`startSong`), whose first ticks they had.
     private var localTicksFrom = 0
+    /// The timeline shared with others (Ableton Link's session) as last read (`share`); nil without one.
+    public private(set) var shared: SharedTimeline?
+    /// The shared timeline's beat at the generator's tick 0, while its song plays along it.
+    private var sharedOrigin: Double?
+    /// How far the generator's next tick may be from the shared timeline's before it is put back on it, and beyond
+    /// which the ticks handed out ahead are taken back first.
+    static let shareTolerance = 50_000.0, shareWithdrawal = 1_000_000.0
+    /// How late a start from the shared timeline may be heard before its bar line counts as missed (the next is taken).
+    static let sharedStartMissed = 50_000_000.0
     /// The start of a song the clock outputs play, which this instance's own start takes over, and how many of its
     /// ticks they had.
     private typealias Downbeat = (time: MonotonicInstant, played: Int)
@@ -269,8 +290,10 @@ public struct JamConductor: Sendable {
         }
     }
 
-    /// Carries out `command` from this instance's own controls at `now`; returns what happened, for the one who asked.
-    public mutating func perform(_ command: JamCommand, now: MonotonicInstant, emit: (JamOutput) -> Void) -> Result<String, JamRefusal> {
+    /// Carries out `command` from this instance's own controls at `now` (asked for at `requested`, which a start on the
+    /// shared timeline counts its bar line from: a Link app's start); returns what happened, for the one who asked.
+    public mutating func perform(_ command: JamCommand, now: MonotonicInstant, requested: MonotonicInstant? = nil,
+                                 emit: (JamOutput) -> Void) -> Result<String, JamRefusal> {
         let transport: TransportCommand
         switch command {
         case .start: transport = .start
@@ -295,11 +318,15 @@ public struct JamConductor: Sendable {
         if transport != .tempo { withdrawAhead(now: now, emit: emit) }
         // A start that leads is started by `handle`; a start while leading restarts the song.
         let startedAlready = verdict.change.map { $0.master == instance } ?? false
-        if let change = verdict.change { handle(change, now: now, joining: downbeat, emit: emit) }
+        if let change = verdict.change { handle(change, now: now, joining: downbeat, requested: requested, emit: emit) }
         switch command {
         case .start:
-            if !startedAlready { startSong(now: now, joining: nil, emit: emit) }
-            return .success("started at \(format(generator.tempo)) BPM")
+            if !startedAlready { startSong(now: now, joining: nil, requested: requested, emit: emit) }
+            guard let songStart, songStart > now.advanced(byNanoseconds: Self.earlyTolerance) else {
+                return .success("started at \(format(generator.tempo)) BPM")
+            }
+            let wait = (songStart.nanoseconds(since: now) / 1e7).rounded() / 100
+            return .success("starting at \(format(generator.tempo)) BPM on the Link session's next bar line, in \(wait) s")
         case .stop:
             return .success(verdict.change == nil ? "nothing to stop" : "stopped")
         case .tempo(let bpm):
@@ -307,8 +334,35 @@ public struct JamConductor: Sendable {
                 return .failure(JamRefusal(reason: "refused: the tempo must be a positive number of beats a minute"))
             }
             let clamped = taken == bpm ? "" : " (held to \(format(ClockGenerator.tempoRange.lowerBound))-\(format(ClockGenerator.tempoRange.upperBound)))"
+            guard shared == nil else {
+                // The shared timeline's tempo changes at once, as in Link apps; `share` puts the generator on it.
+                emit(.share(.tempo(taken)))
+                return .success("tempo \(format(taken)) BPM\(clamped) in the Link session")
+            }
             return .success("tempo \(format(taken)) BPM\(clamped)\(generator.isRunning ? " from the next beat" : "")")
         }
+    }
+
+    /// Plays along `timeline` as now read (Ableton Link's session): while this instance leads or nobody does, the
+    /// generator takes its tempo, and the song it plays keeps its ticks on the timeline's beats (its first tick on a bar
+    /// line when it started from here), put back on them when the timeline moves (a peer changed the tempo). A song
+    /// that began elsewhere keeps its phase. While a peer leads, its clock is the jam's: the timeline is only read.
+    public mutating func share(_ timeline: SharedTimeline, now: MonotonicInstant, emit: (JamOutput) -> Void) {
+        shared = timeline
+        guard ClockGenerator.tempoRange.contains(timeline.tempo), election.master == instance || election.master == nil else { return }
+        guard generator.isRunning, let planned = generator.time(atTick: Double(generator.position)) else {
+            sharedOrigin = nil
+            if generator.tempo != timeline.tempo { generator.setTempo(timeline.tempo) }
+            return
+        }
+        let ticks = { (tick: Int) in Double(tick) / Double(MIDIClock.ticksPerBeat) }
+        let origin = sharedOrigin ?? timeline.beat(at: planned) - ticks(generator.position)
+        sharedOrigin = origin
+        let shift = abs(timeline.time(atBeat: origin + ticks(generator.position)).nanoseconds(since: planned))
+        let retimed = generator.tempo != timeline.tempo || generator.pendingTempo != nil
+        guard retimed || shift > Self.shareTolerance else { return }
+        if retimed || shift > Self.shareWithdrawal { withdrawAhead(now: now, emit: emit) }
+        generator.align(nextTickAt: timeline.time(atBeat: origin + ticks(generator.position)), tempo: timeline.tempo)
     }
 
     /// This instance leaves (the daemon stops, or the jam goes): a clock it runs stops at its own outputs, and its
@@ -471,12 +525,29 @@ public struct JamConductor: Sendable {
     /// Starts this instance's song at `now`; or, joining the song the clock outputs began at `downbeat.time` (a peer's,
     /// `downbeat.played` ticks of it played), from that downbeat: the session gets the Start and every tick, the
     /// outputs only the ticks they have not had.
-    private mutating func startSong(now: MonotonicInstant, joining downbeat: Downbeat?, emit: (JamOutput) -> Void) {
+    ///
+    /// Along a shared timeline (Ableton Link's), a song from here starts on its first bar line at or after `requested`
+    /// (or `now`), as Link apps' do, or the next if that was missed; in a session alone, at once, its bar line put there.
+    private mutating func startSong(now: MonotonicInstant, joining downbeat: Downbeat?, requested: MonotonicInstant? = nil,
+                                    emit: (JamOutput) -> Void) {
         localTicksFrom = downbeat?.played ?? 0
-        generator.start(at: downbeat?.time ?? now) {
+        var start = downbeat?.time ?? now
+        sharedOrigin = nil
+        if downbeat == nil, let shared, ClockGenerator.tempoRange.contains(shared.tempo) {
+            var barLine = shared.barLine(atOrAfter: requested ?? now)
+            if shared.peers > 0 {
+                if shared.time(atBeat: barLine).nanoseconds(since: now) < -Self.sharedStartMissed {
+                    barLine = shared.barLine(atOrAfter: now)
+                }
+                start = shared.time(atBeat: barLine)
+            }
+            sharedOrigin = barLine
+            emit(.share(.start(beat: barLine, at: start)))
+        }
+        generator.start(at: start) {
             emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: true, toLocal: downbeat == nil)))
         }
-        songStart = downbeat?.time ?? now
+        songStart = start
     }
 
     /// Hands out the generator's ticks due before `horizon`: to the session and, from `localTicksFrom`, the outputs.
@@ -539,9 +610,9 @@ public struct JamConductor: Sendable {
     /// Acts on a change of master: the aggregator leads or follows, a generator that lost stops without a Stop (the
     /// winner's clock carries the song), a takeover continues the song, and a master that took the lead from a
     /// start refused earlier (its Start was dropped then) starts now. This instance's start that won joins the song the
-    /// outputs play (`downbeat`) if `perform` says so.
+    /// outputs play (`downbeat`) if `perform` says so; along a shared timeline, from the bar line after `requested`.
     private mutating func handle(_ change: LeadershipChange, now: MonotonicInstant, joining downbeat: Downbeat? = nil,
-                                 emit: (JamOutput) -> Void) {
+                                 requested: MonotonicInstant? = nil, emit: (JamOutput) -> Void) {
         withdrawAhead(now: now, emit: emit)
         emit(.changed(change))
         regenerated = nil
@@ -558,7 +629,10 @@ public struct JamConductor: Sendable {
         }
         guard let master = change.master else {
             songStart = nil
-            if generator.isRunning { generator.stop(at: now) { Self.send($0, emit: emit) } }
+            if generator.isRunning {
+                generator.stop(at: now) { Self.send($0, emit: emit) }
+                if shared != nil { emit(.share(.stop(at: now))) }
+            }
             if change.reason == .left {
                 follower.stop()
                 let local = change.previous?.isLocal ?? false
@@ -589,7 +663,7 @@ public struct JamConductor: Sendable {
                                           except: master.isLocal ? master.name : nil)))
             }
         case .started where master == instance, .wonStart where master == instance, .outranks where master == instance:
-            startSong(now: now, joining: downbeat, emit: emit)
+            startSong(now: now, joining: downbeat, requested: requested, emit: emit)
         default:
             break
         }

@@ -168,6 +168,22 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// Transport messages stamped earlier than the network could have taken to bring them, taken as sent when
         /// they came.
         public var backdated = 0
+        /// The Ableton Link session the jam shares (`clock: { link: ... }`); nil without one.
+        public var link: LinkSession? = nil
+    }
+
+    /// The Ableton Link session as this instance sees it.
+    public struct LinkSession: Codable, Equatable, Sendable {
+        /// The other Link peers (apps, other instances).
+        public var peers: Int
+        /// The session's tempo, beats a minute.
+        public var tempo: Double
+        /// This instance's beat in the session, and its phase in a bar of `quantum` beats (the same at every peer).
+        public var beat: Double
+        public var phase: Double
+        public var quantum: Double
+        /// True while the session's transport plays (Link's start/stop sync).
+        public var playing: Bool
     }
 
     /// A player's activity.
@@ -379,7 +395,16 @@ extension DaemonStatus.Jam {
         let beat = songBeat.map { ", beat \($0)" } ?? ""
         let total = "total activity \(total)" + (totalFromMaster ? " (from the master)" : "")
         let levels = players.map { "\($0.name) \($0.level)" }
-        return "jam: \(role), clock master \(master), \(tempo)\(beat); \(total)" + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))")
+        let link = self.link.map { "\n" + $0.line } ?? ""
+        return "jam: \(role), clock master \(master), \(tempo)\(beat); \(total)" + (levels.isEmpty ? "" : " (\(levels.joined(separator: ", ")))") + link
+    }
+}
+
+extension DaemonStatus.LinkSession {
+    /// `link: 2 peers, 97.0 BPM, beat 13.2, phase 1.2 of 4, playing`.
+    var line: String {
+        let tenth = { (value: Double) in (value * 10).rounded() / 10 }
+        return "link: \(counted(peers, "peer")), \(tenth(tempo)) BPM, beat \(tenth(beat)), phase \(tenth(phase)) of \(Int(quantum)), \(playing ? "playing" : "stopped")"
     }
 }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Jam
+import Link
 import Logging
 import MIDI
 import RTPMIDI
@@ -25,8 +26,17 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// The jam's routes to the session and to each clock output that runs, by the sink's name, with the IDs it
     /// enters them under, the sink's ID and whether it takes ticks ahead.
     private var routes: [(sink: String, isSession: Bool, isPeer: Bool, id: EndpointID, sinkID: EndpointID?, ahead: Bool)] = []
-    /// Ticks for outputs that do not take them ahead, by time, until due.
-    private var waiting: [MIDIEvent] = []
+    /// What waits to be routed, by when: ticks for outputs that do not take them ahead (when due), and what is due
+    /// more than `lead` ahead (a Start on the Link session's coming bar line: `lead` before it).
+    private var waiting: [(release: MonotonicInstant, event: MIDIEvent)] = []
+    /// The Ableton Link session (`clock: { link: ... }`), its state as last read, and the timer that reads it.
+    private var link: LinkSession?
+    private var linkSeen: LinkSession.State?
+    private var linkTimer: DispatchSourceTimer?
+    /// The Link tempo last logged: a tempo dragged in an app is logged when it settles, not at every step.
+    private var linkTempoLogged: Double?
+    /// How often the Link session is read: a Link app's start, stop or tempo reaches the jam within this.
+    static let linkInterval: UInt64 = 10_000_000
     private var timer: DispatchSourceTimer?
     /// When the timer is set for: something due earlier sets it again.
     private var timerDue: MonotonicInstant?
@@ -63,7 +73,8 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// `start`.
     func apply(_ block: JamDeclaration, in configuration: RouteConfiguration) -> PartUpdate {
         guard block.policy == declaration.policy, block.onMasterLost == declaration.onMasterLost,
-              block.tempo == declaration.tempo, block.activity == declaration.activity else { return .replace }
+              block.tempo == declaration.tempo, block.activity == declaration.activity, block.link == declaration.link
+        else { return .replace }
         declaration = block
         return .applied
     }
@@ -84,7 +95,69 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                 self.timer = timer
             }
             fire(MonotonicClock.now())
+            if declaration.link != nil, link == nil { joinLink(engine) }
         }
+    }
+
+    /// Joins the Link session (`clock: { link: ... }`) and reads it every `linkInterval` on the engine's queue.
+    private func joinLink(_ engine: Engine) {
+        do {
+            link = try LinkSession(tempo: conductor?.generator.tempo ?? declaration.tempo)
+        } catch {
+            logger.error("jam: \(error); the jam runs without Link")
+            return
+        }
+        let timer = DispatchSource.makeTimerSource(queue: engine.queue)
+        timer.setEventHandler { [weak self] in self?.readLink() }
+        timer.schedule(deadline: .now(), repeating: .nanoseconds(Int(Self.linkInterval)), leeway: .milliseconds(1))
+        timer.resume()
+        linkTimer = timer
+        logger.info("jam: in the Ableton Link session (bars of \(Int(declaration.link!.quantum)) beats): its tempo, beats and start and stop are the jam's")
+    }
+
+    /// What a Link peer changed since the last read reaches the jam: a start or stop is one from this instance (the
+    /// Link session is a player), a tempo moves the song's; then the song is put on the session's beats.
+    private func readLink() {
+        guard let link, let quantum = declaration.link?.quantum, conductor != nil else { return }
+        let now = MonotonicClock.now()
+        let state = link.state(quantum: quantum)
+        let seen = linkSeen
+        linkSeen = state
+        if let seen, state.timeline.peers != seen.timeline.peers {
+            logger.info("jam: the Link session has \(counted(state.timeline.peers, "other peer"))")
+        }
+        if let seen, state.playing != seen.playing {
+            let command: JamCommand = state.playing ? .start : .stop
+            let result = drive { conductor, emit in
+                conductor.share(state.timeline, now: now, emit: emit)
+                return conductor.perform(command, now: now, requested: state.playing ? state.playingSince : nil, emit: emit)
+            }
+            switch result {
+            case .success(let text): logger.info("jam: the Link session \(state.playing ? "started" : "stopped"): \(text)")
+            case .failure(let refusal): logger.notice("jam: the Link session \(state.playing ? "started" : "stopped"): \(refusal.reason)")
+            }
+        }
+        let tempo = (state.timeline.tempo * 10).rounded() / 10
+        if let seen, seen.timeline.tempo == state.timeline.tempo, linkTempoLogged != tempo {
+            linkTempoLogged = tempo
+            logger.info("jam: the Link session's tempo is \(tempo) BPM")
+        }
+        drive { $0.share(state.timeline, now: now, emit: $1) }
+        scheduleTimer(now: now)
+    }
+
+    /// Carries out on the Link session what the jam's song asks of it, and reads it again.
+    private func change(_ link: LinkSession, _ change: SharedChange, quantum: Double) {
+        switch change {
+        case .start(let beat, let time):
+            if link.peers == 0 { link.requestBeat(beat, at: time, quantum: quantum) }
+            if linkSeen?.playing != true { link.setPlaying(true, at: time) }
+        case .stop(let time):
+            if linkSeen?.playing != false { link.setPlaying(false, at: time) }
+        case .tempo(let bpm):
+            link.setTempo(bpm, at: MonotonicClock.now())
+        }
+        linkSeen = link.state(quantum: quantum)
     }
 
     /// Points the jam at the routes `wiring` has for it; makes the conductor the first time.
@@ -129,10 +202,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         }
     }
 
-    /// Stops the timer.
+    /// Stops the timers, and leaves the Link session.
     func stop() {
         timer?.cancel()
         timer = nil
+        linkTimer?.cancel()
+        linkTimer = nil
+        link = nil
     }
 
     /// Carries out the jam's commands (`jambridge start|stop|tempo` or OSC), on the engine's queue.
@@ -188,7 +264,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             totalFromMaster: conductor.aggregator.heardTotal != nil,
             players: conductor.aggregator.levels(at: now).map { DaemonStatus.Player(name: describe($0.player), level: Int($0.level.value)) }
                 .sorted { $0.name < $1.name },
-            refused: refusals, overRate: conductor.counters.transportOverRate, backdated: conductor.counters.backdated)
+            refused: refusals, overRate: conductor.counters.transportOverRate, backdated: conductor.counters.backdated,
+            link: linkSeen.map { state in
+                let beat = state.timeline.beat(at: now), quantum = state.timeline.quantum
+                return DaemonStatus.LinkSession(peers: state.timeline.peers, tempo: state.timeline.tempo, beat: beat,
+                                                phase: beat - (beat / quantum).rounded(.down) * quantum, quantum: quantum,
+                                                playing: state.playing)
+            })
     }
 
     /// Takes what the engine routed to the jam: clock, transport and levels from every player, the session's peers
@@ -231,7 +313,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// Sets the timer for the next deadline, if earlier than the one it is set for: the conductor's, `lead` ahead,
     /// or a waiting tick's. Never sooner than 100 µs from `now`, so that it never spins.
     private func scheduleTimer(now: MonotonicInstant) {
-        guard let timer, let next = [conductor?.nextDeadline(ahead: Self.lead), waiting.first?.time].compactMap({ $0 }).min(),
+        guard let timer, let next = [conductor?.nextDeadline(ahead: Self.lead), waiting.first?.release].compactMap({ $0 }).min(),
               timerDue.map({ next < $0 }) ?? true else { return }
         timerDue = next
         let wait = max(Int64(next.nanoseconds) - Int64(now.nanoseconds), 100_000)
@@ -242,10 +324,10 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// `lead`.
     private func fire(_ now: MonotonicInstant) {
         guard conductor != nil, let engine else { return }
-        let due = waiting.prefix { $0.time.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance }
+        let due = waiting.prefix { $0.release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance }
         if !due.isEmpty {
             waiting.removeFirst(due.count)
-            engine.routeBatch { for event in due { engine.routeOnQueue(event) } }
+            engine.routeBatch { for (_, event) in due { engine.routeOnQueue(event) } }
         }
         drive { $0.fire(now: now, ahead: Self.lead, emit: $1) }
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
@@ -280,14 +362,16 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                     for route in routes where route.isSession ? delivery.toSession
                         : delivery.toLocal && route.sink != delivery.except && !(route.isPeer && session && delivery.toSession) {
                         let event = MIDIEvent(delivery.message, from: route.id, at: delivery.time)
-                        if route.ahead || delivery.time.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
+                        let release = route.ahead ? MonotonicInstant(nanoseconds: delivery.time.nanoseconds - min(Self.lead, delivery.time.nanoseconds))
+                            : delivery.time
+                        if release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
                             engine.routeOnQueue(event)
                         } else {
-                            waiting.insert(event, at: waiting.firstIndex { $0.time > event.time } ?? waiting.endIndex)
+                            waiting.insert((release, event), at: waiting.firstIndex { $0.release > release } ?? waiting.endIndex)
                         }
                     }
                 case .withdraw(let time):
-                    waiting.removeAll { $0.time > time }
+                    waiting.removeAll { $0.event.time > time }
                     engine.withdraw(after: time, from: routes.filter(\.ahead).compactMap(\.sinkID))
                 default:
                     break
@@ -298,6 +382,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             switch output {
             case .deliver, .withdraw:
                 break
+            case .share(let shared):
+                guard let link, let quantum = declaration.link?.quantum else { break }
+                change(link, shared, quantum: quantum)
+                // A tempo set here is the session's at once: the song goes on at it, on the session's beats.
+                if case .tempo = shared, let timeline = linkSeen?.timeline {
+                    drive { $0.share(timeline, now: now, emit: $1) }
+                }
             case .changed(let change):
                 log(change)
                 monitor?.note("\(change)", at: MonotonicClock.now())

@@ -18,6 +18,8 @@ public struct JamDeclaration: Equatable, Sendable {
     public var tempo = JamDeclaration.defaultTempo
     /// The endpoints that get the session's clock (`to:`), in the order written.
     public var clockOutputs: [String] = []
+    /// The Ableton Link session the jam shares its tempo, beats and transport with (`link:`); nil: none.
+    public var link: LinkSettings?
     /// The controllers of the levels and the total, and how levels combine (`activity:`).
     public var activity = ActivityConfiguration()
     /// Where the `clock` block is written, else the `activity` block.
@@ -94,12 +96,39 @@ extension RouteFileDocument {
                 declaration.tempo = tempo
             case "to":
                 outputs = readReferences(value, key: keyNode, role: .sink)
+            case "link":
+                declaration.link = readLink(value)
             default:
                 failUnknownKey(keyNode, name, known: RouteFileVocabulary.clockKeys, in: "the 'clock' block")
             }
         }
         declaration.clockOutputs = outputs.map(\.name)
         return JamBlocks.Clock(declaration: declaration, outputs: outputs)
+    }
+
+    /// Reads `link:`: `true` (bars of 4 beats), `false`, or `{ quantum: BEATS }`.
+    private mutating func readLink(_ node: Node) -> LinkSettings? {
+        if let mapping = node.mapping {
+            var settings = LinkSettings()
+            for (keyNode, value) in mapping {
+                guard let name = scalarKey(keyNode) else { continue }
+                guard name == "quantum" else {
+                    failUnknownKey(keyNode, name, known: ["quantum"], in: "'link'")
+                    continue
+                }
+                guard let text = value.scalar?.string, let quantum = Int(text), LinkSettings.quantumRange.contains(quantum) else {
+                    fail(value, "'quantum' is the beats in a bar that Link apps start on, \(LinkSettings.quantumRange.lowerBound)-\(LinkSettings.quantumRange.upperBound), such as 4")
+                    continue
+                }
+                settings.quantum = Double(quantum)
+            }
+            return settings
+        }
+        guard node.scalar != nil, !Self.isEmpty(node) else {
+            fail(node, "'link' is true, false or a mapping such as '{ quantum: 4 }', not \(Self.describe(node))")
+            return nil
+        }
+        return readBool(node, key: "link") == true ? LinkSettings() : nil
     }
 
     /// The policy `key` sets with `value`: an endpoint or peer name (glob) for `fixed`, a list for `priority`.

@@ -11,7 +11,7 @@ enum RouteFileVocabulary {
     /// The endpoint name of the drum sequencer's notes.
     static let drumsEndpointName = DrumsDeclaration.endpointName
     /// Keys of the `clock:` mapping.
-    static let clockKeys = ["first-start", "fixed", "priority", "on-master-lost", "tempo", "to"]
+    static let clockKeys = ["first-start", "fixed", "priority", "on-master-lost", "tempo", "to", "link"]
     /// Keys of the `activity:` mapping.
     static let activityKeys = ["level", "total", "combine"]
     /// Keys of an endpoint's mapping.

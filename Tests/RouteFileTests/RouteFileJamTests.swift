@@ -49,6 +49,22 @@ import Testing
         #expect(try parse("clock: { fixed: drums }\n" + endpoints).jam?.policy == .fixed(NameGlob("drums")))
     }
 
+    /// `link:` shares the jam with an Ableton Link session: off unless written, bars of 4 beats unless `quantum:` says.
+    @Test func linkIsOffUnlessWritten() throws {
+        #expect(try parse("clock: {}\n" + endpoints).jam?.link == nil)
+        #expect(try parse("clock: { link: false }\n" + endpoints).jam?.link == nil)
+        #expect(try parse("clock: { link: true }\n" + endpoints).jam?.link == LinkSettings(quantum: 4))
+        #expect(try parse("clock: { link: {} }\n" + endpoints).jam?.link == LinkSettings(quantum: 4))
+        #expect(try parse("clock: { link: { quantum: 3 } }\n" + endpoints).jam?.link == LinkSettings(quantum: 3))
+        #expect(locatedMistakes("clock: { link: { quantum: 0, phase: 1 } }\n" + endpoints) == [
+            "r.yaml:1:27: 'quantum' is the beats in a bar that Link apps start on, 1-16, such as 4",
+            "r.yaml:1:30: unknown key 'phase' in 'link'; the keys are quantum",
+        ])
+        #expect(locatedMistakes("clock: { link: [4] }\n" + endpoints) == [
+            "r.yaml:1:16: 'link' is true, false or a mapping such as '{ quantum: 4 }', not a list",
+        ])
+    }
+
     @Test func mistakesAreLocated() {
         #expect(locatedMistakes("clock: { fixed: a, priority: [b] }\n" + endpoints) == [
             "r.yaml:1:20: 'fixed' and 'priority' together: the clock master is chosen one way, 'first-start' (the "
