@@ -700,7 +700,8 @@ extension ClockSource {
     }
 }
 
-/// `value` with at most one decimal.
+/// `value` with at most one decimal (a Link session's 96.99995 BPM, which Link's microseconds a beat make of 97, is 97).
 func format(_ value: Double) -> String {
-    value == value.rounded() ? String(Int(value)) : String((value * 10).rounded() / 10)
+    let tenths = (value * 10).rounded() / 10
+    return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
 }

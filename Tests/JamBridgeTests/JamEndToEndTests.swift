@@ -448,11 +448,13 @@ final class RTPListener {
 
     private let process: LineReadingProcess
 
-    /// Joins the sessions at `ports` in order and listens `seconds` once joined to all.
-    init(seconds: Double, ports: [UInt16]) throws {
+    /// Joins the sessions at `ports` in order and listens `seconds` once joined to all; in network namespace
+    /// `namespace` if given.
+    init(seconds: Double, ports: [UInt16], namespace: String? = nil) throws {
         try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
-        process = try LineReadingProcess(peersPython, [repositoryRoot.appendingPathComponent("Tests/Peers/applemidi_listener.py").path,
-                                                       "\(seconds)"] + ports.map(String.init))
+        let arguments = [repositoryRoot.appendingPathComponent("Tests/Peers/applemidi_listener.py").path, "\(seconds)"] + ports.map(String.init)
+        process = try namespace.map { try LineReadingProcess(ipCommand, ["netns", "exec", $0, peersPython.path] + arguments) }
+            ?? LineReadingProcess(peersPython, arguments)
     }
 
     var lines: [String] { process.lines }

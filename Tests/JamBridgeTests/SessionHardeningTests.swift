@@ -29,12 +29,17 @@ final class LineReadingProcess: @unchecked Sendable { // `lines` is guarded by `
     private var received: [String] = []
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts `executable` with `arguments` in the repository's top directory.
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Its standard input, if it was given one to write to.
+    private let input: Pipe?
+
+    /// Starts `executable` with `arguments` in the repository's top directory; with `input`, `send` writes to it.
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], input: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = repositoryRoot
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        self.input = input ? Pipe() : nil
+        if let pipe = self.input { process.standardInput = pipe }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -51,6 +56,11 @@ final class LineReadingProcess: @unchecked Sendable { // `lines` is guarded by `
             }
             done.signal()
         }
+    }
+
+    /// Writes `line` and a newline to its standard input (given at `init`).
+    func send(_ line: String) {
+        input?.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
     /// The lines printed so far.

@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+@testable import JamBridge
+
+/// iproute2's `ip`, which makes the network namespaces Link's tests run in.
+let ipCommand = URL(fileURLWithPath: "/usr/sbin/ip")
+
+/// A network namespace of the test's own with only loopback (and multicast routed to it): Link announces itself by
+/// multicast to 224.76.78.75:20808, which must never leave the tests for the machine's own network.
+struct LinkNamespace {
+    let name = "jblink\(UInt32.random(in: 0...999_999))"
+
+    init() throws {
+        for command in [["netns", "add", name], ["-n", name, "link", "set", "lo", "up"],
+                        ["-n", name, "route", "add", "224.0.0.0/4", "dev", "lo"]] {
+            let result = try run(ipCommand.path, command, mergingErrors: true)
+            try #require(result.status == 0, "ip \(command.joined(separator: " ")): \(result.out)")
+        }
+    }
+
+    /// `arguments` as `ip`'s, running `executable` in the namespace.
+    func inside(_ executable: String, _ arguments: [String]) -> [String] { ["netns", "exec", name, executable] + arguments }
+
+    func remove() { _ = try? run(ipCommand.path, ["netns", "del", name]) }
+}
+
+/// A Link peer nobody here wrote (PyPI's aalink, through Tests/Peers/link_peer.py) in a namespace: commands in, one
+/// JSON object a line out.
+final class AalinkPeer {
+    let process: LineReadingProcess
+
+    init(in namespace: LinkNamespace, bpm: Double) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "aalink's Python \(peersPython.path) is missing: run scripts/install-deps.sh")
+        process = try LineReadingProcess(ipCommand, namespace.inside(peersPython.path, [
+            repositoryRoot.appendingPathComponent("Tests/Peers/link_peer.py").path, "--bpm", "\(bpm)", "--watch"]), input: true)
+        try #require(process.waitForLine(containing: "\"enabled\""), "\(process.lines)")
+    }
+
+    /// The lines from `index` on, read as JSON objects.
+    func objects(from index: Int = 0) -> [[String: Any]] {
+        process.lines.dropFirst(index).compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Sends `command` and returns its answer (the first line from then on whose event is the command's word).
+    func ask(_ command: String) throws -> [String: Any] {
+        let from = process.lines.count, event = String(command.split(separator: " ")[0])
+        process.send(command)
+        var answer: [String: Any]?
+        _ = waitUntil(seconds: 10) {
+            answer = objects(from: from).first { $0["event"] as? String == event }
+            return answer != nil
+        }
+        return try #require(answer, "no answer to '\(command)': \(process.lines.suffix(5))")
+    }
+
+    /// The first change of `key` (peers, tempo, playing) from line `index` on that `matches`, and when it came
+    /// (CLOCK_MONOTONIC seconds), waiting up to `seconds`.
+    func change(_ key: String, from index: Int, within seconds: Double = 10, _ matches: @escaping (Any) -> Bool) -> Double? {
+        var found: Double?
+        _ = waitUntil(seconds: seconds) {
+            found = objects(from: index).first { $0["event"] as? String == "changed" && $0[key].map(matches) == true }?["t"] as? Double
+            return found != nil
+        }
+        return found
+    }
+
+    /// Link's beat at each CLOCK_MONOTONIC instant (exact while the tempo holds), and the tempo.
+    func beats(at instants: [Double]) throws -> (beats: [Double], tempo: Double) {
+        let answer = try ask("beats " + instants.map { String(format: "%.6f", $0) }.joined(separator: " "))
+        return (try #require(answer["beats"] as? [Double]), try #require(answer["tempo"] as? Double))
+    }
+
+    func quit() {
+        process.send("quit")
+        if !process.waitForLine(containing: "\"quit\"", seconds: 5) { process.kill() }
+    }
+}
+
+/// CLOCK_MONOTONIC and CLOCK_REALTIME (the listener's arrival stamps) now, in seconds.
+private func clocks() -> (monotonic: Double, realtime: Double) {
+    var monotonic = timespec(), realtime = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &monotonic)
+    clock_gettime(CLOCK_REALTIME, &realtime)
+    return (Double(monotonic.tv_sec) + Double(monotonic.tv_nsec) / 1e9, Double(realtime.tv_sec) + Double(realtime.tv_nsec) / 1e9)
+}
+
+/// Issue 32: the jam and an Ableton Link session are one, against aalink (Link's own library, wrapped by someone else)
+/// in a network namespace of the test's. The jam's clock is heard by an RTP-MIDI listener in the session (the clock
+/// goes to the session while this instance leads), its arrival times set against aalink's beats.
+@Suite(.serialized, .enabled(if: getuid() == 0, "network namespaces need root")) struct LinkTests {
+    /// Each tick's offset from Link's beats, in milliseconds: tick `index` of a song that started on a bar line falls
+    /// on Link's beat index / 24 past a bar line (beats' magnitudes differ between peers by whole bars; phase does not).
+    func offsets(_ ticks: [(index: Int, beat: Double)], tempo: Double, quantum: Double = 4) -> [Double] {
+        ticks.map { tick in
+            let past = tick.beat - Double(tick.index) / 24
+            return (past - (past / quantum).rounded() * quantum) * 60_000 / tempo
+        }
+    }
+
+    func routeFile(port: UInt16, in directory: URL) throws -> URL {
+        let file = directory.appendingPathComponent("link.yaml")
+        try "session: { name: jam-link, port: \(port), bind: 127.0.0.1, advertise: false }\nclock: { tempo: 120, link: true }\n"
+            .write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    /// jambridge joins an aalink session at 97 BPM: its status shows 97 and the peer; aalink starts playing and the
+    /// jam starts on the next bar line, its clock on Link's beats; `jambridge tempo 133` moves aalink within a second,
+    /// the clock following; aalink stops and the jam stops.
+    @Test func theJamFollowsAnAalinkSessionsTempoBeatsStartAndStop() throws {
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let peer = try AalinkPeer(in: lab, bpm: 97)
+        defer { peer.quit() }
+        let port = freshSessionPort()
+        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", try routeFile(port: port, in: temporaryDirectory()).path]),
+                                          launcher: ipCommand.path)
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
+        let pid = ["--pid", "\(daemon.pid)"]
+        #expect(waitUntil(seconds: 5) { abs(((try? daemonStatus(daemon.pid))??.jam?.link?.tempo ?? 0) - 97) < 0.01 })
+        let status = try jambridge(["status"] + pid).out
+        #expect(status.contains("link: 1 peer, 97.0 BPM, beat ") && status.contains("of 4, stopped"), "\(status)")
+        let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
+        defer { listener.kill() }
+        try #require(listener.waitForLine(containing: "joined 0"))
+
+        _ = try peer.ask("play")
+        #expect(waitUntil(seconds: 5) { listener.packets.contains { $0.events.contains("start") } }, "\(daemon.errorSoFar)")
+        Thread.sleep(forTimeInterval: 8)
+        // The realtime stamps onto CLOCK_MONOTONIC, and each tick heard so far against aalink's beats (97 BPM holds).
+        let now = clocks(), toMonotonic = { (realtime: Double) in realtime - now.realtime + now.monotonic }
+        let song = try #require(ListenedSong(listener.packets), "\(listener.lines.prefix(5))")
+        let start = try #require(listener.packets.first { $0.events.contains("start") })
+        let heard = song.ticks.sorted { $0.key < $1.key }
+        let (beats, tempo) = try peer.beats(at: [toMonotonic(start.arrival)] + heard.map { toMonotonic($0.value) })
+        #expect(abs(tempo - 97) < 0.01)
+        let startPhase = offsets([(0, beats[0])], tempo: 97)[0]
+        #expect(abs(startPhase) < 2, "the Start \(startPhase) ms off a bar line of Link's")
+        let at97 = offsets(zip(heard.map(\.key), beats.dropFirst()).map { ($0, $1) }, tempo: 97)
+        let mean = at97.map(abs).reduce(0, +) / Double(max(at97.count, 1))
+        #expect(at97.count > 250 && mean < 1 && at97.filter { abs($0) < 2 }.count >= at97.count * 99 / 100,
+                "\(at97.count) ticks, mean \(mean) ms: \(at97.map { ($0 * 100).rounded() / 100 })")
+
+        let from = peer.process.lines.count, asked = clocks().monotonic
+        #expect(try jambridge(["tempo", "133"] + pid).out.contains("tempo 133 BPM in the Link session"))
+        let moved = try #require(peer.change("tempo", from: from) { ($0 as? Double).map { abs($0 - 133) < 0.01 } ?? false })
+        #expect(moved - asked < 1, "aalink at 133 BPM \(moved - asked) s after the command")
+        Thread.sleep(forTimeInterval: 4)
+        let later = clocks(), laterToMonotonic = { (realtime: Double) in realtime - later.realtime + later.monotonic }
+        let after = try #require(ListenedSong(listener.packets)).ticks.sorted { $0.key < $1.key }
+            .filter { laterToMonotonic($0.value) > moved + 0.5 }
+        let (beats133, tempo133) = try peer.beats(at: after.map { laterToMonotonic($0.value) })
+        #expect(abs(tempo133 - 133) < 0.01)
+        let at133 = offsets(zip(after.map(\.key), beats133).map { ($0, $1) }, tempo: 133)
+        #expect(at133.count > 100 && at133.filter { abs($0) < 2 }.count >= at133.count * 99 / 100,
+                "\(at133.count) ticks at 133: \(at133.map { ($0 * 100).rounded() / 100 })")
+
+        _ = try peer.ask("stop")
+        #expect(waitUntil(seconds: 5) { listener.packets.contains { $0.events.contains("stop") } })
+        #expect(waitUntil(seconds: 5) { (try? daemonStatus(daemon.pid))??.jam?.role == "idle" })
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 20)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("jam: the Link session started: starting at 97 BPM on the Link session's next bar line"), "\(result.err)")
+        #expect(result.err.contains("jam: the Link session stopped: stopped"), "\(result.err)")
+        print("Link: the jam's clock against aalink's beats: at 97 BPM \(at97.count) ticks, mean |offset| \((mean * 1000).rounded() / 1000) ms, max \(((at97.map(abs).max() ?? 0) * 1000).rounded() / 1000) ms; at 133 BPM \(at133.count) ticks, max \(((at133.map(abs).max() ?? 0) * 1000).rounded() / 1000) ms; aalink at 133 BPM \(((moved - asked) * 1000).rounded()) ms after the command")
+    }
+
+    /// jambridge leads a jam: aalink sees the session playing at the jam's tempo, its bars on the jam's downbeats, and
+    /// stopping with the jam.
+    @Test func aalinkPlaysTheJamJambridgeLeads() throws {
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let peer = try AalinkPeer(in: lab, bpm: 104)
+        defer { peer.quit() }
+        let port = freshSessionPort()
+        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", try routeFile(port: port, in: temporaryDirectory()).path]),
+                                          launcher: ipCommand.path)
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
+        let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
+        defer { listener.kill() }
+        try #require(listener.waitForLine(containing: "joined 0"))
+        let pid = ["--pid", "\(daemon.pid)"]
+        #expect(waitUntil(seconds: 5) { abs(((try? daemonStatus(daemon.pid))??.jam?.tempo ?? 0) - 104) < 0.01 }, "the jam takes the session's tempo")
+
+        let from = peer.process.lines.count
+        let started = try jambridge(["start"] + pid)
+        #expect(started.status == 0 && started.out.contains("starting at 104 BPM on the Link session's next bar line"), "\(started)")
+        #expect(peer.change("playing", from: from) { $0 as? Bool == true } != nil, "\(peer.process.lines.suffix(3))")
+        #expect(waitUntil(seconds: 5) { listener.packets.contains { $0.events.contains("start") } })
+        Thread.sleep(forTimeInterval: 3)
+        let state = try peer.ask("state")
+        #expect(state["playing"] as? Bool == true && abs((state["tempo"] as? Double ?? 0) - 104) < 0.01, "\(state)")
+        let now = clocks()
+        let start = try #require(listener.packets.first { $0.events.contains("start") })
+        let (beats, _) = try peer.beats(at: [start.arrival - now.realtime + now.monotonic])
+        // aalink asked for beat 0 where its start fell (as Link apps do): the jam's downbeat is a bar line of its.
+        #expect(abs(offsets([(0, beats[0])], tempo: 104)[0]) < 2, "the jam's Start at aalink's beat \(beats[0])")
+
+        let stopFrom = peer.process.lines.count
+        #expect(try jambridge(["stop"] + pid).status == 0)
+        #expect(peer.change("playing", from: stopFrom) { $0 as? Bool == false } != nil, "\(peer.process.lines.suffix(3))")
+        daemon.interrupt()
+        #expect(daemon.finish(killingAfter: 20).status == 0)
+    }
+}
