@@ -31,19 +31,27 @@ cd "$(dirname "$0")/.."
 #   man-db                        man, which the install tests ask where the installed pages are
 #   systemd procps                systemd-analyze verify of the unit in the tests; kill, which its ExecReload runs
 #   chromium                      a real headless browser on the status page (its DevTools protocol, Tests/Peers/browser.py)
+#   ableton-link-dev libasio-dev  Ableton Link's headers, which jambridge's CLink target includes (<ableton/Link.hpp>), and
+#                                 the standalone asio they include
+#   ableton-link-utils            LinkHut, Ableton's own Link app: a Link peer nobody here wrote (Tests/Peers/linkhut.py)
+#   jackd2                        the JACK server LinkHut needs to run at all: linkhut.py starts one of its own on
+#                                 JACK's dummy driver (no sound card)
 packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev libxml2-dev make)
 [ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils liblo-tools
-                                 hydrogen-drumkits sox python3-soundfile python3-numpy man-db systemd procps chromium)
-# The VM's packages, without their recommendations (qemu's GUI, apparmor, firmware).
-vm_packages=()
-[ "${1:-}" = run ] || vm_packages=(qemu-system-x86 linux-image-amd64 busybox-static)
+                                 hydrogen-drumkits sox python3-soundfile python3-numpy man-db systemd procps chromium
+                                 ableton-link-utils)
+# Packages without their recommendations: Link's headers and asio (Boost's headers and libssl-dev, which Link's
+# use of asio never includes), jackd2 (qjackctl's GUI, a FireWire driver) and the VM's (qemu's GUI, apparmor,
+# firmware).
+bare_packages=(ableton-link-dev libasio-dev)
+[ "${1:-}" = run ] || bare_packages+=(jackd2 qemu-system-x86 linux-image-amd64 busybox-static)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
-missing=() vm_missing=()
+missing=() bare_missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
-for p in "${vm_packages[@]}"; do installed "$p" || vm_missing+=("$p"); done
-if ((${#missing[@]} + ${#vm_missing[@]})); then
-    echo "install-deps: installing ${missing[*]} ${vm_missing[*]}"
+for p in "${bare_packages[@]}"; do installed "$p" || bare_missing+=("$p"); done
+if ((${#missing[@]} + ${#bare_missing[@]})); then
+    echo "install-deps: installing ${missing[*]} ${bare_missing[*]}"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
@@ -59,23 +67,24 @@ if ((${#missing[@]} + ${#vm_missing[@]})); then
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     # INITRD=No: the kernel is only booted by scripts/alsa-vm.sh, with an initrd of its own,
     # so its hooks make no initramfs (a minute and 40 MB saved); with no bootloader installed
-    # they configure none.
-    ((${#vm_missing[@]} == 0)) ||
+    # they configure none. (jackd2's question, whether JACK may run realtime, keeps its "no".)
+    ((${#bare_missing[@]} == 0)) ||
         $sudo env DEBIAN_FRONTEND=noninteractive INITRD=No \
-            apt-get install -y -qq --no-install-recommends "${vm_missing[@]}" >/dev/null
+            apt-get install -y -qq --no-install-recommends "${bare_missing[@]}" >/dev/null
     [ -z "$policy" ] || $sudo rm -f "$policy"
 fi
 
 # PyPI pymidi 0.5.0 (an RTP-MIDI responder nobody here wrote), python-osc 1.9.3 (OSC
 # controllers nobody here wrote), mido 1.3.3 and pretty_midi 0.2.11.post0 (two Standard MIDI
-# File readers nobody here wrote, for the recordings and their tempo maps), pinned with their
-# dependencies.
+# File readers nobody here wrote, for the recordings and their tempo maps), aalink 0.2.3 (Ableton
+# Link's own library for Python, no dependencies: the Link peer Tests/Peers/link_peer.py),
+# pinned with their dependencies.
 venv=.build-peers/venv
-if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc, mido, pretty_midi" 2>/dev/null; then
-    echo "install-deps: installing pymidi, python-osc, mido and pretty_midi into $venv"
+if [ "${1:-}" != run ] && ! "$venv/bin/python" -c "import pymidi, pythonosc, mido, pretty_midi, aalink" 2>/dev/null; then
+    echo "install-deps: installing pymidi, python-osc, mido, pretty_midi and aalink into $venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q pymidi==0.5.0 construct==2.10.70 future==1.0.0 six==1.17.0 python-osc==1.9.3 \
-        mido==1.3.3 packaging==24.2 pretty_midi==0.2.11.post0 numpy==2.4.6 importlib_resources==7.1.0
+        mido==1.3.3 packaging==24.2 pretty_midi==0.2.11.post0 numpy==2.4.6 importlib_resources==7.1.0 aalink==0.2.3
 fi
 
 if ! command -v swift >/dev/null 2>&1; then
