@@ -202,13 +202,18 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         }
     }
 
-    /// Stops the timers, and leaves the Link session.
+    /// Stops the timers, and leaves the Link session (its threads end here, off the engine's queue).
     func stop() {
         timer?.cancel()
         timer = nil
-        linkTimer?.cancel()
-        linkTimer = nil
-        link = nil
+        let leaving = engine?.queue.sync { () -> LinkSession? in
+            linkTimer?.cancel()
+            linkTimer = nil
+            linkSeen = nil
+            defer { link = nil }
+            return link
+        }
+        _ = leaving // the last reference: it goes as this returns
     }
 
     /// Carries out the jam's commands (`jambridge start|stop|tempo` or OSC), on the engine's queue.
