@@ -310,7 +310,11 @@ public struct JamConductor: Sendable {
            now.nanoseconds(since: songStart) <= Double(ClockElection.simultaneity) {
             downbeat = (songStart, ticksHeard(by: now))
         }
-        let verdict = election.receive(transport, from: instance, senderTime: downbeat?.time ?? now, now: now)
+        // A start along a shared timeline claims the lead from its bar line, when its Start is sent: another instance in
+        // the Link session that starts with it (a Link app's start reaches them all) claims the same instant, and the
+        // election picks one of them alike everywhere.
+        let barLine = transport == .start && downbeat == nil ? sharedDownbeat(now: now, requested: requested) : nil
+        let verdict = election.receive(transport, from: instance, senderTime: downbeat?.time ?? barLine?.time ?? now, now: now)
         guard verdict.accepted else {
             let master = election.master.map { "\($0) leads" } ?? "the clock policy does not let this instance lead"
             return .failure(JamRefusal(reason: "refused: \(master)"))
@@ -525,29 +529,33 @@ public struct JamConductor: Sendable {
     /// Starts this instance's song at `now`; or, joining the song the clock outputs began at `downbeat.time` (a peer's,
     /// `downbeat.played` ticks of it played), from that downbeat: the session gets the Start and every tick, the
     /// outputs only the ticks they have not had.
-    ///
-    /// Along a shared timeline (Ableton Link's), a song from here starts on its first bar line at or after `requested`
-    /// (or `now`), as Link apps' do, or the next if that was missed; in a session alone, at once, its bar line put there.
+    /// Along a shared timeline (Ableton Link's), a song from here starts on a bar line (`sharedDownbeat`), as Link
+    /// apps' do.
     private mutating func startSong(now: MonotonicInstant, joining downbeat: Downbeat?, requested: MonotonicInstant? = nil,
                                     emit: (JamOutput) -> Void) {
         localTicksFrom = downbeat?.played ?? 0
         var start = downbeat?.time ?? now
         sharedOrigin = nil
-        if downbeat == nil, let shared, ClockGenerator.tempoRange.contains(shared.tempo) {
-            var barLine = shared.barLine(atOrAfter: requested ?? now)
-            if shared.peers > 0 {
-                if shared.time(atBeat: barLine).nanoseconds(since: now) < -Self.sharedStartMissed {
-                    barLine = shared.barLine(atOrAfter: now)
-                }
-                start = shared.time(atBeat: barLine)
-            }
-            sharedOrigin = barLine
-            emit(.share(.start(beat: barLine, at: start)))
+        if downbeat == nil, let barLine = sharedDownbeat(now: now, requested: requested) {
+            start = barLine.time
+            sharedOrigin = barLine.beat
+            emit(.share(.start(beat: barLine.beat, at: start)))
         }
         generator.start(at: start) {
             emit(.deliver(JamDelivery(message: $0.message, time: $0.time, toSession: true, toLocal: downbeat == nil)))
         }
         songStart = start
+    }
+
+    /// Where a song from here starts along the shared timeline: its first bar line at or after `requested` (or `now`),
+    /// or the next if that one passed more than `sharedStartMissed` ago; in a session alone, at once, the bar line put
+    /// there. Nil without a shared timeline whose tempo the generator can play.
+    private func sharedDownbeat(now: MonotonicInstant, requested: MonotonicInstant?) -> (beat: Double, time: MonotonicInstant)? {
+        guard let shared, ClockGenerator.tempoRange.contains(shared.tempo) else { return nil }
+        var barLine = shared.barLine(atOrAfter: requested ?? now)
+        guard shared.peers > 0 else { return (barLine, now) }
+        if shared.time(atBeat: barLine).nanoseconds(since: now) < -Self.sharedStartMissed { barLine = shared.barLine(atOrAfter: now) }
+        return (barLine, shared.time(atBeat: barLine))
     }
 
     /// Hands out the generator's ticks due before `horizon`: to the session and, from `localTicksFrom`, the outputs.

@@ -108,11 +108,17 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         }
     }
 
-    func routeFile(port: UInt16, in directory: URL) throws -> URL {
-        let file = directory.appendingPathComponent("link.yaml")
-        try "session: { name: jam-link, port: \(port), bind: 127.0.0.1, advertise: false }\nclock: { tempo: 120, link: true }\n"
+    func routeFile(port: UInt16, in directory: URL, name: String = "jam-link", invite: UInt16? = nil) throws -> URL {
+        let file = directory.appendingPathComponent("\(name).yaml")
+        let invitation = invite.map { ", invite: [{ host: 127.0.0.1, port: \($0) }]" } ?? ""
+        try "session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invitation) }\nclock: { tempo: 120, link: true }\n"
             .write(to: file, atomically: true, encoding: .utf8)
         return file
+    }
+
+    /// jambridge in `lab` with the route file `file`.
+    func daemon(in lab: LinkNamespace, _ file: URL) throws -> JamBridgeProcess {
+        try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", file.path]), launcher: ipCommand.path)
     }
 
     /// jambridge joins an aalink session at 97 BPM: its status shows 97 and the peer; aalink starts playing and the
@@ -243,5 +249,76 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         #expect(abs(tempo() - 90) < 0.01 && peers == 1)
         daemon.interrupt()
         #expect(daemon.finish(killingAfter: 20).status == 0)
+    }
+
+    /// Two instances in one Link session and nothing else between them (two rooms' jams, each its own master): a Link
+    /// app's start starts both on one bar line, and their clocks keep in phase tick for tick through Link alone.
+    @Test func twoInstancesSharingOnlyLinkPlayInPhase() throws {
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let peer = try LinkPeer(aalinkIn: lab, bpm: 120)
+        defer { peer.quit() }
+        let directory = try temporaryDirectory()
+        let (portA, portB) = (freshSessionPort(), freshSessionPort())
+        let a = try daemon(in: lab, routeFile(port: portA, in: directory, name: "jam-a"))
+        defer { a.interrupt() }
+        let b = try daemon(in: lab, routeFile(port: portB, in: directory, name: "jam-b"))
+        defer { b.interrupt() }
+        for daemon in [a, b] { #expect(daemon.waitForError(containing: "the Link session has 2 other peers"), "\(daemon.errorSoFar)") }
+        _ = try peer.ask("tempo 111")
+        let listener = try RTPListener(seconds: 60, ports: [portA, portB], namespace: lab.name)
+        defer { listener.kill() }
+        try #require(listener.waitForLine(containing: "joined 1"))
+        _ = try peer.ask("play")
+        Thread.sleep(forTimeInterval: 10)
+        _ = try peer.ask("stop")
+        #expect(waitUntil(seconds: 5) { listener.packets.filter { $0.events.contains("stop") }.count == 2 })
+        let songs = try [0, 1].map { index in try #require(ListenedSong(listener.packets.filter { $0.session == index }), "session \(index)") }
+        let offsets = songs[1].ticks.compactMap { index, arrival in songs[0].ticks[index].map { (arrival - $0) * 1000 } }
+        let mean = offsets.map(abs).reduce(0, +) / Double(max(offsets.count, 1))
+        #expect(offsets.count > 300 && mean < 1 && offsets.filter { abs($0) < 2 }.count >= offsets.count * 97 / 100,
+                "\(offsets.count) ticks, mean |B - A| \(mean) ms: \(offsets.map { ($0 * 100).rounded() / 100 })")
+        print("Link: two instances' clocks through Link alone: \(offsets.count) ticks of the same index, mean |B - A| \((mean * 1000).rounded() / 1000) ms, max \(((offsets.map(abs).max() ?? 0) * 1000).rounded() / 1000) ms")
+    }
+
+    /// Two instances in one RTP-MIDI session and one Link session: a start on one of them is on Link's bar line, where
+    /// the other (told by Link) starts too, and the election makes one of them the master at both, alike; the
+    /// follower's instance never moves Link's tempo (its tempo is refused, naming the master); a Link app's tempo
+    /// reaches the master's song, and so the follower's clock.
+    @Test func theJamsMasterAndLinkNeverPullTheTempoTwoWays() throws {
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let peer = try LinkPeer(aalinkIn: lab, bpm: 120)
+        defer { peer.quit() }
+        let directory = try temporaryDirectory()
+        let (portA, portB) = (freshSessionPort(), freshSessionPort())
+        let a = try daemon(in: lab, routeFile(port: portA, in: directory, name: "jam-a"))
+        defer { a.interrupt() }
+        #expect(a.waitForError(containing: "listening on UDP ports"), "\(a.errorSoFar)")
+        let b = try daemon(in: lab, routeFile(port: portB, in: directory, name: "jam-b", invite: portA))
+        defer { b.interrupt() }
+        #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
+        for daemon in [a, b] { #expect(daemon.waitForError(containing: "the Link session has 2 other peers"), "\(daemon.errorSoFar)") }
+        _ = try peer.ask("tempo 100")
+        #expect(try jambridge(["start", "--pid", "\(a.pid)"]).status == 0)
+        let jam = { (daemon: JamBridgeProcess) in (try? daemonStatus(daemon.pid))??.jam }
+        #expect(waitUntil(seconds: 8) {
+            let roles = [jam(a), jam(b)]
+            return Set(roles.map { $0?.role }) == ["master", "follower"] && roles[0]?.master == roles[1]?.master
+        }, "a: \(String(describing: jam(a))), b: \(String(describing: jam(b)))")
+        let (master, follower) = jam(a)?.role == "master" ? (a, b) : (b, a)
+        let masterName = jam(master)?.master ?? "?"
+        #expect(waitUntil(seconds: 5) { abs((jam(follower)?.tempo ?? 0) - 100) < 0.5 }, "\(String(describing: jam(follower)))")
+        let refused = try jambridge(["tempo", "140", "--pid", "\(follower.pid)"])
+        #expect(refused.status != 0 && refused.err.contains("refused: \(masterName) (peer "), "\(refused)")
+        _ = try peer.ask("tempo 90")
+        #expect(waitUntil(seconds: 5) { abs((jam(master)?.tempo ?? 0) - 90) < 0.01 && abs((jam(follower)?.tempo ?? 0) - 90) < 0.5 },
+                "master \(String(describing: jam(master)?.tempo)), follower \(String(describing: jam(follower)?.tempo))")
+        Thread.sleep(forTimeInterval: 1)
+        let state = try peer.ask("state")
+        #expect(abs((state["tempo"] as? Double ?? 0) - 90) < 0.01 && state["playing"] as? Bool == true, "\(state)")
+        #expect(try jambridge(["stop", "--pid", "\(master.pid)"]).status == 0)
+        #expect(waitUntil(seconds: 5) { jam(a)?.role == "idle" && jam(b)?.role == "idle" })
+        #expect(waitUntil(seconds: 5) { (try? peer.ask("state"))?["playing"] as? Bool == false })
     }
 }
