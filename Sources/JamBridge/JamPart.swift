@@ -140,7 +140,12 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         let tempo = (state.timeline.tempo * 10).rounded() / 10
         if let seen, seen.timeline.tempo == state.timeline.tempo, linkTempoLogged != tempo {
             linkTempoLogged = tempo
-            logger.info("jam: the Link session's tempo is \(tempo) BPM")
+            let range = ClockGenerator.tempoRange
+            if range.contains(state.timeline.tempo) {
+                logger.info("jam: the Link session's tempo is \(tempo) BPM")
+            } else {
+                logger.warning("jam: the Link session's tempo is \(tempo) BPM, outside the jam's \(Int(range.lowerBound))-\(Int(range.upperBound)): the jam keeps its own tempo and beats until it comes back")
+            }
         }
         drive { $0.share(state.timeline, now: now, emit: $1) }
         scheduleTimer(now: now)

@@ -48,6 +48,7 @@ enum StatusPageHTML {
   <div><div class="dim">beat</div><div class="big" id="beat">-</div></div>
 </div>
 <div id="beats"></div>
+<div id="link" class="dim" hidden></div>
 
 <div id="controls" hidden>
   <h2>Control</h2>
@@ -97,6 +98,10 @@ function draw(state) {
   $("tempo").textContent = jam && jam.tempo ? jam.tempo.toFixed(1) + " BPM" : "-";
   // The tempo box shows the tempo in force, unless someone is typing in it.
   if (jam && jam.tempo && document.activeElement !== $("bpm")) $("bpm").value = Math.round(jam.tempo);
+  const link = jam ? jam.link : null;
+  $("link").hidden = !link;
+  if (link) $("link").textContent = "Ableton Link: " + link.peers + (link.peers === 1 ? " peer, " : " peers, ") +
+    link.tempo.toFixed(1) + " BPM, phase " + link.phase.toFixed(1) + " of " + link.quantum + ", " + (link.playing ? "playing" : "stopped");
   // Bar and beat apart (the drums' style's meter; without drums, bars of 4 from the song's beat), a dot a beat.
   const drums = status.drums;
   const perBar = drums ? drums.beatsPerBar : 4;

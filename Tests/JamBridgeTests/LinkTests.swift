@@ -108,10 +108,10 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         }
     }
 
-    func routeFile(port: UInt16, in directory: URL, name: String = "jam-link", invite: UInt16? = nil) throws -> URL {
+    func routeFile(port: UInt16, in directory: URL, name: String = "jam-link", invite: UInt16? = nil, more: String = "") throws -> URL {
         let file = directory.appendingPathComponent("\(name).yaml")
         let invitation = invite.map { ", invite: [{ host: 127.0.0.1, port: \($0) }]" } ?? ""
-        try "session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invitation) }\nclock: { tempo: 120, link: true }\n"
+        try "session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invitation) }\nclock: { tempo: 120, link: true }\n\(more)"
             .write(to: file, atomically: true, encoding: .utf8)
         return file
     }
@@ -228,15 +228,16 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         #expect(daemon.finish(killingAfter: 20).status == 0)
     }
 
-    /// LinkHut, Ableton's own Link app, and jambridge see each other and agree on the tempo, whichever sets it.
+    /// LinkHut, Ableton's own Link app, and jambridge see each other and agree on the tempo, whichever sets it; the
+    /// status page's `/status` shows the Link session.
     @Test func linkHutAndJambridgeSeeEachOtherAndAgreeOnTheTempo() throws {
         let lab = try LinkNamespace()
         defer { lab.remove() }
         let hut = try LinkPeer(linkHutIn: lab)
         defer { hut.quit() }
-        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120",
-                                                                       try routeFile(port: freshSessionPort(), in: temporaryDirectory()).path]),
-                                          launcher: ipCommand.path)
+        let httpPort = freshTCPPort()
+        let file = try routeFile(port: freshSessionPort(), in: temporaryDirectory(), more: "http: { listen: \"127.0.0.1:\(httpPort)\" }\n")
+        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", file.path]), launcher: ipCommand.path)
         defer { daemon.interrupt() }
         #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
         #expect(waitUntil(seconds: 5) { (try? hut.ask("state"))?["peers"] as? Int == 1 })
@@ -247,6 +248,12 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         #expect(waitUntil(seconds: 5) { (try? hut.ask("state"))?["tempo"] as? Double == 90 }, "\(hut.process.lines.suffix(2))")
         let peers = try daemonStatus(daemon.pid)?.jam?.link?.peers
         #expect(abs(tempo() - 90) < 0.01 && peers == 1)
+        let page = try run(ipCommand.path, lab.inside("/usr/bin/python3", ["-c", """
+            import urllib.request
+            print(urllib.request.urlopen("http://127.0.0.1:\(httpPort)/status", timeout=10).read().decode())
+            print(urllib.request.urlopen("http://127.0.0.1:\(httpPort)/", timeout=10).read().decode())
+            """])).out
+        #expect(page.contains(#""link":{"#) && page.contains(#""peers":1"#) && page.contains(#"id="link""#), "\(page.prefix(3000))")
         daemon.interrupt()
         #expect(daemon.finish(killingAfter: 20).status == 0)
     }
