@@ -28,8 +28,10 @@ declare -A corpus=(
 # mappers with ticks) run a fifth of the runs.
 declare -A divisor=([FuzzRecoveryJournal]=5 [FuzzOSCMapping]=5)
 
-swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld 2>&1 \
-    | grep -E "error|warning: unre|Compiling Fuzz|Build complete" || true
+# A build that fails stops here: the targets of an earlier build must not be fuzzed in its place.
+swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld > "$work/build.log" 2>&1 \
+    || { grep -E "error" "$work/build.log" | head -20 >&2; echo "fuzz: the build failed" >&2; exit 1; }
+grep -E "warning: unre|Compiling Fuzz|Build complete" "$work/build.log" || true
 for target in "${!corpus[@]}"; do
     test -x ".build-fuzz/debug/$target" || { echo "fuzz: $target did not build" >&2; exit 1; }
 done
