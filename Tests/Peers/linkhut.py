@@ -8,7 +8,7 @@ docs/testing.md). LinkHut is a terminal app: it reads keys (a: enable/disable Li
 
 This script runs it in a pseudo-terminal, presses its keys and reads that line back. LinkHut plays through JACK
 and only changes the tempo, the quantum and start/stop from its audio callback, so the script first starts a JACK
-server of its own (Debian's jackd2: `jackd --name linkhut-PID --no-realtime -d dummy`, no sound card) and stops
+server of its own (Debian's jackd2: `jackd --name linkhut-PID --no-realtime --timeout 10000 -d dummy`, no sound card) and stops
 it at the end. At start it presses "a" and "s" (Link and start/stop sync on), then reads commands from standard
 input, one a line, and prints one JSON line for each, flushed at once; "t" is the time on CLOCK_MONOTONIC in
 seconds at which this script read the status line the values come from:
@@ -82,8 +82,10 @@ def say(**fields):
 class LinkHut:
     def __init__(self, linkhut, jackd):
         self.jack = "linkhut-%d" % os.getpid()
-        self.jackd = subprocess.Popen([jackd, "--name", self.jack, "--no-realtime", "-d", "dummy", "--rate", "48000",
-                                       "--period", "256"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        # A client late for a cycle is dropped by JACK after --timeout ms: on a loaded machine (the test suites share
+        # two cores) 500 ms may pass, and LinkHut would leave the Link session.
+        self.jackd = subprocess.Popen([jackd, "--name", self.jack, "--no-realtime", "--timeout", "10000", "-d", "dummy",
+                                       "--rate", "48000", "--period", "1024"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, preexec_fn=end_with_this_script)
         env = dict(os.environ, JACK_DEFAULT_SERVER=self.jack, JACK_NO_START_SERVER="1")
         if subprocess.run(["jack_wait", "--server", self.jack, "--wait", "--timeout", "10"], env=env,
