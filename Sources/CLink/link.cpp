@@ -33,8 +33,6 @@ void jb_link_enable(jb_link *link, bool enable) { link->link.enable(enable); }
 
 uint64_t jb_link_peers(jb_link *link) { return link->link.numPeers(); }
 
-int64_t jb_link_now(jb_link *link) { return link->link.clock().micros().count(); }
-
 static int64_t nanoseconds(clockid_t clock) {
     timespec now{};
     clock_gettime(clock, &now);

@@ -366,6 +366,7 @@ public struct JamConductor: Sendable {
         let retimed = generator.tempo != timeline.tempo || generator.pendingTempo != nil
         guard retimed || shift > Self.shareTolerance else { return }
         if retimed || shift > Self.shareWithdrawal { withdrawAhead(now: now, emit: emit) }
+        // The next tick's place read again: taking back what was handed out ahead moves the next tick back.
         generator.align(nextTickAt: timeline.time(atBeat: origin + ticks(generator.position)), tempo: timeline.tempo)
     }
 

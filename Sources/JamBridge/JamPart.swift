@@ -126,12 +126,11 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         if let seen, state.timeline.peers != seen.timeline.peers {
             logger.info("jam: the Link session has \(counted(state.timeline.peers, "other peer"))")
         }
+        // The song on the session's beats first, so that a start below counts its bar line on them.
+        drive { $0.share(state.timeline, now: now, emit: $1) }
         if let seen, state.playing != seen.playing {
             let command: JamCommand = state.playing ? .start : .stop
-            let result = drive { conductor, emit in
-                conductor.share(state.timeline, now: now, emit: emit)
-                return conductor.perform(command, now: now, requested: state.playing ? state.playingSince : nil, emit: emit)
-            }
+            let result = drive { $0.perform(command, now: now, requested: state.playing ? state.playingSince : nil, emit: $1) }
             switch result {
             case .success(let text): logger.info("jam: the Link session \(state.playing ? "started" : "stopped"): \(text)")
             case .failure(let refusal): logger.notice("jam: the Link session \(state.playing ? "started" : "stopped"): \(refusal.reason)")
@@ -147,7 +146,6 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                 logger.warning("jam: the Link session's tempo is \(tempo) BPM, outside the jam's \(Int(range.lowerBound))-\(Int(range.upperBound)): the jam keeps its own tempo and beats until it comes back")
             }
         }
-        drive { $0.share(state.timeline, now: now, emit: $1) }
         scheduleTimer(now: now)
     }
 

@@ -15,9 +15,6 @@ public final class LinkSession: @unchecked Sendable { // Link's calls are thread
         public var playingSince: MonotonicInstant
     }
 
-    /// Link's tempos: what a peer may set (Link clamps the rest).
-    public static let tempoRange: ClosedRange<Double> = 20...999
-
     private let link: OpaquePointer
 
     /// Joins (or makes) the Link session on every network interface, at `tempo` until a peer says otherwise.

@@ -87,12 +87,18 @@ final class LinkPeer {
     }
 }
 
-/// CLOCK_MONOTONIC and CLOCK_REALTIME (the listener's arrival stamps) now, in seconds.
-private func clocks() -> (monotonic: Double, realtime: Double) {
-    var monotonic = timespec(), realtime = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &monotonic)
-    clock_gettime(CLOCK_REALTIME, &realtime)
-    return (Double(monotonic.tv_sec) + Double(monotonic.tv_nsec) / 1e9, Double(realtime.tv_sec) + Double(realtime.tv_nsec) / 1e9)
+/// CLOCK_MONOTONIC now, in seconds.
+private func monotonicNow() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// A CLOCK_REALTIME instant (the listener's arrival stamps), in seconds, on CLOCK_MONOTONIC.
+private func monotonic(fromRealtime realtime: Double) -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return realtime - (Double(now.tv_sec) + Double(now.tv_nsec) / 1e9) + monotonicNow()
 }
 
 /// Issue 32: the jam and an Ableton Link session are one, against aalink (Link's own library, wrapped by someone else)
@@ -117,6 +123,16 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         return (0...(offsets.count - 24)).allSatisfy { median(Array(offsets[$0..<$0 + 24])) < 1 }
     }
 
+    /// The ticks of the song `listener` heard (those that came after `since`, CLOCK_MONOTONIC seconds), each one's
+    /// offset from Link's beats as `peer` reads them at its arrival (`offsets`), and the tempo they were read at
+    /// (aalink extends its beat at the tempo in force: ask while it holds).
+    func ticksAgainstLink(_ listener: RTPListener, _ peer: LinkPeer, since: Double = 0) throws -> (offsets: [Double], tempo: Double) {
+        let heard = try #require(ListenedSong(listener.packets), "\(listener.lines.prefix(5))").ticks.sorted { $0.key < $1.key }
+            .map { (index: $0.key, arrival: monotonic(fromRealtime: $0.value)) }.filter { $0.arrival > since }
+        let (beats, tempo) = try peer.beats(at: heard.map(\.arrival))
+        return (offsets(zip(heard.map(\.index), beats).map { ($0, $1) }, tempo: tempo), tempo)
+    }
+
     func routeFile(port: UInt16, in directory: URL, name: String = "jam-link", invite: UInt16? = nil, more: String = "") throws -> URL {
         let file = directory.appendingPathComponent("\(name).yaml")
         let invitation = invite.map { ", invite: [{ host: 127.0.0.1, port: \($0) }]" } ?? ""
@@ -139,8 +155,7 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         let peer = try LinkPeer(aalinkIn: lab, bpm: 97)
         defer { peer.quit() }
         let port = freshSessionPort()
-        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", try routeFile(port: port, in: temporaryDirectory()).path]),
-                                          launcher: ipCommand.path)
+        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory()))
         defer { daemon.interrupt() }
         #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
         // Which tempo two sessions that meet keep is Link's choice: aalink sets it once they are one.
@@ -156,31 +171,23 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         _ = try peer.ask("play")
         #expect(waitUntil(seconds: 5) { listener.packets.contains { $0.events.contains("start") } }, "\(daemon.errorSoFar)")
         Thread.sleep(forTimeInterval: 8)
-        // The realtime stamps onto CLOCK_MONOTONIC, and each tick heard so far against aalink's beats (97 BPM holds).
-        let now = clocks(), toMonotonic = { (realtime: Double) in realtime - now.realtime + now.monotonic }
-        let song = try #require(ListenedSong(listener.packets), "\(listener.lines.prefix(5))")
-        let start = try #require(listener.packets.first { $0.events.contains("start") })
-        let heard = song.ticks.sorted { $0.key < $1.key }
-        let (beats, tempo) = try peer.beats(at: [toMonotonic(start.arrival)] + heard.map { toMonotonic($0.value) })
+        // Each tick heard so far against aalink's beats (97 BPM holds), and the Start on the bar line the ticks count
+        // from (a period, 25 ms, off would be a tick too early or late).
+        let (at97, tempo) = try ticksAgainstLink(listener, peer)
         #expect(abs(tempo - 97) < 0.01)
-        // The Start on the bar line the ticks count from (a period, 25 ms, off would be a tick too early or late).
-        let startPhase = offsets([(0, beats[0])], tempo: 97)[0]
+        let start = try #require(listener.packets.first { $0.events.contains("start") })
+        let startPhase = offsets([(0, try peer.beats(at: [monotonic(fromRealtime: start.arrival)]).beats[0])], tempo: 97)[0]
         #expect(abs(startPhase) < 10, "the Start \(startPhase) ms off a bar line of Link's")
-        let at97 = offsets(zip(heard.map(\.key), beats.dropFirst()).map { ($0, $1) }, tempo: 97)
         let mean = at97.map(abs).reduce(0, +) / Double(max(at97.count, 1))
         #expect(at97.count > 250 && keepsPhase(at97), "\(at97.count) ticks, mean \(mean) ms: \(at97.map { ($0 * 100).rounded() / 100 })")
 
-        let from = peer.process.lines.count, asked = clocks().monotonic
+        let from = peer.process.lines.count, asked = monotonicNow()
         #expect(try jambridge(["tempo", "133"] + pid).out.contains("tempo 133 BPM in the Link session"))
         let moved = try #require(peer.change("tempo", from: from) { ($0 as? Double).map { abs($0 - 133) < 0.01 } ?? false })
         #expect(moved - asked < 1, "aalink at 133 BPM \(moved - asked) s after the command")
         Thread.sleep(forTimeInterval: 4)
-        let later = clocks(), laterToMonotonic = { (realtime: Double) in realtime - later.realtime + later.monotonic }
-        let after = try #require(ListenedSong(listener.packets)).ticks.sorted { $0.key < $1.key }
-            .filter { laterToMonotonic($0.value) > moved + 0.5 }
-        let (beats133, tempo133) = try peer.beats(at: after.map { laterToMonotonic($0.value) })
+        let (at133, tempo133) = try ticksAgainstLink(listener, peer, since: moved + 0.5)
         #expect(abs(tempo133 - 133) < 0.01)
-        let at133 = offsets(zip(after.map(\.key), beats133).map { ($0, $1) }, tempo: 133)
         #expect(at133.count > 100 && keepsPhase(at133),
                 "\(at133.count) ticks at 133: \(at133.map { ($0 * 100).rounded() / 100 })")
 
@@ -203,8 +210,7 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         let peer = try LinkPeer(aalinkIn: lab, bpm: 104)
         defer { peer.quit() }
         let port = freshSessionPort()
-        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", try routeFile(port: port, in: temporaryDirectory()).path]),
-                                          launcher: ipCommand.path)
+        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory()))
         defer { daemon.interrupt() }
         #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
         let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
@@ -224,10 +230,7 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         #expect(state["playing"] as? Bool == true && abs((state["tempo"] as? Double ?? 0) - 104) < 0.01, "\(state)")
         // aalink asked for beat 0 where the session's start fell (as Link apps do): the jam's downbeat and every tick
         // after it are on its bar lines and beats.
-        let now = clocks()
-        let heard = try #require(ListenedSong(listener.packets)).ticks.sorted { $0.key < $1.key }
-        let (beats, tempo) = try peer.beats(at: heard.map { $0.value - now.realtime + now.monotonic })
-        let off = offsets(zip(heard.map(\.key), beats).map { ($0, $1) }, tempo: tempo)
+        let (off, _) = try ticksAgainstLink(listener, peer)
         #expect(off.count > 100 && keepsPhase(off), "\(off.map { ($0 * 100).rounded() / 100 })")
 
         let stopFrom = peer.process.lines.count
@@ -246,7 +249,7 @@ private func clocks() -> (monotonic: Double, realtime: Double) {
         defer { hut.quit() }
         let httpPort = freshTCPPort()
         let file = try routeFile(port: freshSessionPort(), in: temporaryDirectory(), more: "http: { listen: \"127.0.0.1:\(httpPort)\" }\n")
-        let daemon = try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", file.path]), launcher: ipCommand.path)
+        let daemon = try daemon(in: lab, file)
         defer { daemon.interrupt() }
         #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)\n\(hut.process.lines.suffix(3))")
         #expect(waitUntil(seconds: 5) { (try? hut.ask("state"))?["peers"] as? Int == 1 })

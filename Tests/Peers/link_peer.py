@@ -42,7 +42,6 @@ millisecond on an idle peer).
 """
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -51,9 +50,7 @@ import time
 
 import aalink
 
-
-def monotonic():
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
+from json_lines import monotonic, say
 
 
 def raw():
@@ -68,13 +65,6 @@ def raw_to_monotonic():
         if best is None or after - before < best[0]:
             best = (after - before, (before + after) / 2 - r)
     return best[1]
-
-
-def say(**fields):
-    try:
-        print(json.dumps(fields), flush=True)
-    except BrokenPipeError:  # the test stopped reading (and will end this peer)
-        pass
 
 
 class Peer:

@@ -44,7 +44,6 @@ whole): change the tempo from one side only, or expect that.
 """
 import argparse
 import ctypes
-import json
 import os
 import re
 import signal
@@ -52,31 +51,17 @@ import subprocess
 import sys
 import termios
 import threading
-import time
+
+from json_lines import monotonic, say
 
 STATUS = re.compile(r"(yes|no)\s*\|\s*(\d+)\s*\|\s*(-?[\d.]+)\s*\|\s*(yes|no)\s*\[(playing|stopped)\]\s*\|"
                     r"\s*(-?[\d.]+)\s*\|\s*(-?[\d.]+)\s*\|")
 WAIT = 5.0
 
 
-def monotonic():
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
-
-
 def end_with_this_script():
     """In a child before it runs: SIGTERM when this script ends, however it ends (prctl PR_SET_PDEATHSIG)."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-
-
-printing = threading.Lock()
-
-
-def say(**fields):
-    with printing:
-        try:
-            print(json.dumps(fields), flush=True)
-        except BrokenPipeError:  # the test stopped reading (and will end this driver)
-            pass
 
 
 class LinkHut:

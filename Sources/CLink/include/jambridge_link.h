@@ -29,8 +29,6 @@ jb_link *jb_link_create(double bpm, char *error, int size);
 void jb_link_destroy(jb_link *link);
 void jb_link_enable(jb_link *link, bool enable);
 uint64_t jb_link_peers(jb_link *link);
-/// Link's clock now.
-int64_t jb_link_now(jb_link *link);
 /// Link's clock minus CLOCK_MONOTONIC, in nanoseconds, read back to back (the closest of a few readings).
 int64_t jb_link_clock_offset(void);
 /// The session as it is now (from a thread that is not real-time: Link's app calls, which take a lock).
