@@ -37,7 +37,8 @@ struct DaemonOptions: ParsableArguments {
                 error = notThere
             }
             let starting = StartingDaemon.all(for: self)
-            guard !starting.isEmpty else { throw error }
+            // None starting: none was, or the one starting opened its socket since `choose` looked; a second look tells.
+            guard !starting.isEmpty else { return try choose() }
             guard Date() < deadline else {
                 let pids = starting.map { String($0) }.joined(separator: ", ")
                 throw DaemonChoiceError("\(error.message); jambridge run (process \(pids)) has not opened its control socket within "
