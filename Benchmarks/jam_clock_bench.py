@@ -61,6 +61,8 @@ import applemidi  # noqa: E402
 from pymidi import packets  # noqa: E402
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
 TICK_NS = 100_000  # the RTP-MIDI session clock's tick (10 kHz)
 CLOCK, START, CONTINUE, STOP = 0xF8, 0xFA, 0xFB, 0xFC
 
@@ -154,7 +156,12 @@ class Listener:
         self.control, self.data = applemidi.port_pair()
         for sock in (self.control, self.data):
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+            sock.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
+            try:  # as root, past net.core.rmem_max: seconds of notes if Python falls behind
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 32 << 20)
+            except PermissionError:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.dropped = 0  # datagrams the kernel dropped at its sockets (receive buffer full), SO_RXQ_OVFL
         self.token, self.ssrc = random.randint(1, 2 ** 32 - 1), random.randint(1, 2 ** 32 - 1)
         self.records = []  # (arrival_ns, rtp_timestamp, [(delta, status)])
         self.next_sync, self.next_feedback, self.last_sequence = 0, 0, None
@@ -178,13 +185,15 @@ class Listener:
                 datagram, ancillary, _, _ = sock.recvmsg(65536, 256)
             except BlockingIOError:
                 return
-            arrival = mono()
+            arrival, stamped = mono(), False
             for level, kind, value in ancillary:
                 if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
                     seconds, nanoseconds = struct.unpack("qq", value[:16])
                     arrival = seconds * 1_000_000_000 + nanoseconds - self.realtime_offset
-                    break
-            else:
+                    stamped = True
+                elif level == socket.SOL_SOCKET and kind == SO_RXQ_OVFL:
+                    self.dropped = max(self.dropped, struct.unpack("I", value[:4])[0])
+            if not stamped:
                 self.unstamped += 1
             if datagram[:2] == b"\xff\xff":
                 self.session_packet(sock, datagram)
@@ -953,10 +962,12 @@ endpoints:
   osc-out: { osc: { listen: %d, host: 127.0.0.1, accept: none, send: "127.0.0.1:%d" } }
   synth: { alsa: { create: synth } }
   peer-out: { peer: bench-sink }
+  listener-out: { peer: bench-listener }
 routes:
-  - { from: controller, to: [peer-out, osc-out] }
+  - { from: controller, to: [peer-out, osc-out%s] }
   - { from: controller, to: synth, channels: %s }
-""" % (base, arguments.tempo, base + 2, base + 3, base + 4, arguments.alsa_channels)
+""" % (base, arguments.tempo, base + 2, base + 3, base + 4,
+       "" if arguments.quiet_listener else ", listener-out", arguments.alsa_channels)
     steal_before, load_before = stolen_and_load()
     try:
         processes.load(arguments.load)
@@ -1036,9 +1047,9 @@ routes:
     print("through jambridge's router over %.1f s (its own counters): controller %.0f in/s (once per route from it: "
           "2) -> peer-out %.0f/s, "
           "osc-out %.0f/s, synth (ALSA) %.0f/s; the sink peer got %d RTP-MIDI packets; datagrams the kernel dropped "
-          "at the controller's socket (receive buffer full): %s"
+          "(receive buffer full) at the controller's socket: %s, at the listener's: %d"
           % (seconds, rate("controller", 0), rate("peer-out", 1), rate("osc-out", 1), rate("synth", 1), sink.packets,
-             "unknown" if osc_drops is None else osc_drops))
+             "unknown" if osc_drops is None else osc_drops, listener.dropped))
     header, all_holds = read_holds(standin_log)
     measured_from = started_at + int(arguments.skip * 1e9)
     holds = [hold for hold in all_holds if hold[1] >= measured_from and hold[0] <= end]
@@ -1156,6 +1167,8 @@ def main():
     parser.add_argument("--every-ms", type=int, default=5000, help="busy: how often it stops")
     parser.add_argument("--first-ms", type=int, default=2000, help="busy: its first stop, after the sequencer opens")
     parser.add_argument("--warmup", type=float, default=2, help="busy: seconds of load before the start")
+    parser.add_argument("--quiet-listener", action="store_true",
+                        help="busy: the listener gets the clock only (by default it gets the notes too, as a player does)")
     parser.add_argument("--keep", action="store_true", help="keep the route files and logs")
     arguments = parser.parse_args()
     if arguments.skip is None:

@@ -96,6 +96,8 @@ final class TimedDatagrams: PacketLane, @unchecked Sendable { // slots: see `Slo
         }
     }
 
+    var now: MonotonicInstant { MonotonicClock.now() }
+
     func isDone(_ ticket: UInt64) -> Bool {
         ticket < head.load(ordering: .acquiring)
             || slots[Int(ticket % UInt64(Self.capacity))].state.load(ordering: .acquiring) == State.done

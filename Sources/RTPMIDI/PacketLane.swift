@@ -14,6 +14,8 @@ public protocol PacketLane: AnyObject {
     func takeBack(_ ticket: UInt64) -> Bool
     /// True once the packet `ticket` has been sent or taken back.
     func isDone(_ ticket: UInt64) -> Bool
+    /// The instant on the clock the lane's sender reads (what is due by it leaves now).
+    var now: MonotonicInstant { get }
 }
 
 /// A packet of clock or transport prepared ahead for one peer (the messages due at one instant), and the peer's sender
@@ -25,4 +27,8 @@ struct AheadPacket {
     var senderBefore: RTPMIDISender
     /// The lane's tickets of the packet (two when the journal did not fit with the commands).
     var tickets: [UInt64] = []
+    /// Posted for good: a packet of anything (notes) finished while a prepared one was due within
+    /// `RTPMIDISession.imminence`, which leaves right behind that one. Never taken back, nor anything before it (its
+    /// messages are not kept to prepare it again).
+    var settled = false
 }

@@ -86,6 +86,9 @@ public struct SessionCounters: Equatable, Sendable {
     public var peersReturned = 0
     /// Packets prepared ahead sent when prepared (early) because the lane had no room.
     public var aheadSentEarly = 0
+    /// Packets (of notes, say) that went into the lane behind a tick due within `RTPMIDISession.imminence`, instead
+    /// of leaving at once.
+    public var settledBehindAhead = 0
     /// INs of ours that went unanswered until the next try was due (an address where nothing listens costs one
     /// every 1-4 s).
     public var invitationsUnanswered = 0
@@ -615,6 +618,11 @@ public final class RTPMIDISession {
         }
         packet.senderBefore = peer.sender
         packet.tickets = [] // posted again after being taken back: the old tickets are done
+        // Never before a packet still waiting (one settled behind a tick, with the ticks before it): the lane sends by
+        // time, and the sequence numbers must leave in order.
+        if let waiting = peer.ahead.last, waiting.time > packet.time, !waiting.tickets.allSatisfy(lane.isDone) {
+            packet.time = waiting.time
+        }
         let overflows = peer.sender.journalOverflows
         let post = { (bytes: UnsafeRawBufferPointer) in
             self.counters.packetsSent += 1
@@ -647,13 +655,13 @@ public final class RTPMIDISession {
         peer.ahead.removeFirst(done)
     }
 
-    /// Takes back `peer`'s prepared packets that have not left, newest first (so that none leaves after a later one
-    /// was taken back), and rewinds its sender to before the oldest of them (what waits in it stays). Returns them,
-    /// oldest first.
-    private func takeBackAhead(_ peer: SessionPeer) -> [AheadPacket] {
+    /// Takes back `peer`'s prepared packets that have not left (only those due after `limit`, if given), newest first
+    /// (so that none leaves after a later one was taken back), down to a settled one at most, and rewinds its sender to
+    /// before the oldest of them (what waits in it stays). Returns them, oldest first.
+    private func takeBackAhead(_ peer: SessionPeer, dueAfter limit: MonotonicInstant? = nil) -> [AheadPacket] {
         guard let lane, !peer.ahead.isEmpty else { return [] }
         var first = peer.ahead.count
-        taking: while first > 0 {
+        taking: while first > 0, !peer.ahead[first - 1].settled, limit.map({ peer.ahead[first - 1].time > $0 }) ?? true {
             for ticket in peer.ahead[first - 1].tickets.reversed() {
                 guard lane.takeBack(ticket) else { break taking }
                 counters.packetsSent -= 1
@@ -662,7 +670,7 @@ public final class RTPMIDISession {
         }
         let taken = Array(peer.ahead[first...])
         if let oldest = taken.first { peer.sender.rewind(to: oldest.senderBefore) }
-        peer.ahead = []
+        peer.ahead.removeSubrange(first...)
         return taken
     }
 
@@ -683,13 +691,42 @@ public final class RTPMIDISession {
     /// Runs `body` on `peer`'s sender; if it `finishes` a packet (sends it), the packets prepared ahead that have not
     /// left are taken back just before and posted again right after (or at `flush`, if commands wait in the sender),
     /// so that the peer's sequence numbers never go backwards and a tick is out of the lane only while a packet is
-    /// sent.
+    /// sent. Those due within `imminence` stay in the lane: taken back, one would be out of it while this thread (of
+    /// normal priority) sends, and late if the thread were held meanwhile. What `body` finishes then goes into the lane
+    /// right behind them, settled: a packet waits up to `imminence` for a tick, rather than a tick for a packet.
     private func sending(to peer: SessionPeer, finishes: Bool,
                          _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
-        guard finishes, !peer.ahead.isEmpty else { return withSender(of: peer, body) }
-        peer.withdrawn = takeBackAhead(peer) + peer.withdrawn
-        withSender(of: peer, body)
+        guard finishes, let lane, !peer.ahead.isEmpty else { return withSender(of: peer, body) }
+        peer.withdrawn = takeBackAhead(peer, dueAfter: lane.now.advanced(byNanoseconds: Self.imminence)) + peer.withdrawn
+        if let staying = peer.ahead.last, !staying.tickets.allSatisfy(lane.isDone) {
+            if lane.hasRoom {
+                settle(peer, behind: staying, body)
+            } else {
+                peer.withdrawn = takeBackAhead(peer) + peer.withdrawn
+                withSender(of: peer, body)
+            }
+        } else {
+            withSender(of: peer, body)
+        }
         repostWithdrawn(peer)
+    }
+
+    /// How close to its time a packet prepared ahead stays in the lane when another is sent (`sending`): 1 ms.
+    static let imminence: UInt64 = 1_000_000
+
+    /// Runs `body` on `peer`'s sender, posting what it finishes to the lane to leave right behind `staying`, settled.
+    private func settle(_ peer: SessionPeer, behind staying: AheadPacket,
+                        _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
+        guard let lane else { return }
+        var settled = AheadPacket(messages: [], time: staying.time, senderBefore: peer.sender, settled: true)
+        let overflows = peer.sender.journalOverflows
+        body(&peer.sender) { packet in
+            counters.packetsSent += 1
+            counters.settledBehindAhead += 1
+            settled.tickets.append(lane.post(packet, to: peer.dataAddress, at: settled.time))
+        }
+        counters.journalOverflows += peer.sender.journalOverflows - overflows
+        peer.ahead.append(settled)
     }
 
     /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows.

@@ -12,7 +12,15 @@ final class VirtualLane: PacketLane {
     /// How many may wait at once.
     var capacity = Int.max
 
-    init(_ host: RecordingHost) { self.host = host }
+    /// The lane's clock: the network's.
+    private let clock: () -> MonotonicInstant
+
+    init(_ host: RecordingHost, clock: @escaping () -> MonotonicInstant) {
+        self.host = host
+        self.clock = clock
+    }
+
+    var now: MonotonicInstant { clock() }
 
     var hasRoom: Bool { waiting + 2 <= capacity }
 
@@ -51,7 +59,7 @@ final class VirtualLane: PacketLane {
         let b = net.add(2, name: "B", ssrc: 200)
         a.session.invite(b.address, label: "B", now: net.now)
         net.deliver()
-        let lane = VirtualLane(a)
+        let lane = VirtualLane(a, clock: { net.now })
         a.session.lane = lane
         return (net, a, b, lane)
     }
@@ -115,6 +123,61 @@ final class VirtualLane: PacketLane {
         #expect(b.received.map(\.0) == [noteOn(0, 60), noteOn(0, 64), .timingClock])
         let sent = sequences(a)
         #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
+    }
+
+    /// A note sent while a tick is due within a millisecond does not take the tick out of the lane (this thread might
+    /// be held while the note leaves, and the tick late): the note goes into the lane right behind it, and leaves
+    /// with it; the ticks after are taken back and follow. One sequence, no gap, nothing late; the next note, with
+    /// no tick that close, leaves at once.
+    @Test func aNoteWhileATickIsImminentGoesBehindItWithoutTakingItBack() {
+        let (net, a, b, lane) = connected()
+        let start = net.now
+        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.sendAhead(.timingClock, at: later(net, 30))
+        net.now = start.advanced(byNanoseconds: 9_400_000)
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.isEmpty, "the note waits for the tick")
+        #expect(lane.takenBack == 1, "the second tick only")
+        #expect(a.session.counters.settledBehindAhead == 1)
+
+        lane.sendDue(until: start.advanced(byNanoseconds: 10_000_000))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, noteOn(0, 60)])
+
+        net.now = start.advanced(byNanoseconds: 15_000_000)
+        a.session.send(noteOff(0, 60), at: net.now)
+        a.session.flush()
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, noteOn(0, 60), noteOff(0, 60)], "at once: the tick is 15 ms away")
+        lane.sendDue(until: start.advanced(byNanoseconds: 30_000_000))
+        net.deliver()
+        #expect(b.received.map(\.0).last == .timingClock)
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
+        #expect(b.session.counters.sequenceGaps == 0 && b.session.counters.latePackets == 0)
+        #expect(a.session.counters.packetsSent == sent.count)
+    }
+
+    /// The song stops right after a note settled behind an imminent tick: the tick and the note stay in the lane (a
+    /// settled packet is never taken back), the Stop goes behind them, and the later ticks never leave.
+    @Test func aStopAfterASettledNoteGoesBehindItInOrder() {
+        let (net, a, b, lane) = connected()
+        let start = net.now
+        for ms: UInt64 in [10, 30, 50] { a.session.sendAhead(.timingClock, at: later(net, ms)) }
+        net.now = start.advanced(byNanoseconds: 9_500_000)
+        a.session.send(noteOn(0, 60), at: net.now)
+        a.session.flush()
+        a.session.withdrawAhead(after: net.now)
+        a.session.sendAhead(.stop, at: net.now)
+        #expect(lane.waiting == 3, "the tick, the note and the Stop")
+        lane.sendDue(until: start.advanced(byNanoseconds: 100_000_000))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, noteOn(0, 60), .stop])
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
+        #expect(b.session.counters.sequenceGaps == 0 && b.session.counters.latePackets == 0)
     }
 
     /// Messages prepared ahead for one instant (a late joiner's Song Position, Continue and tick) leave in one
