@@ -5,7 +5,8 @@
 # seconds, a bare C thread at the same SCHED_FIFO priority sleeps with clock_nanosleep(TIMER_ABSTIME) to the same
 # absolute deadlines as the jam's ticks. Prints, for both, the tick interval std and largest deviation, how late
 # each was (the jam's ticks at a listener that stamps them with the kernel's receive time), the ticks over 0.5 ms
-# late and how many of them the bare thread also saw, and issue 30's two targets; with the rate the router
+# late and how many of them the bare thread (or one of the bare threads pinned one per CPU) also saw, and issue
+# 30's two targets; with the rate the router
 # really carried, how long the ALSA output held the engine, the load average, steal time and the canaries (one at
 # SCHED_FIFO 19 per CPU for stalls of the machine, one at normal priority for how long the scheduler kept normal
 # threads, the engine's, waiting).
@@ -14,6 +15,7 @@
 #   SECONDS_EACH=30 RUNS=5 Benchmarks/clock-under-load.sh
 #   Benchmarks/clock-under-load.sh --load 1                # and a busy loop on CPU 1
 #   Benchmarks/clock-under-load.sh --stall-ms 0            # the ALSA output never blocks (the router's load only)
+#   Benchmarks/clock-under-load.sh --quiet-listener        # the listener gets the clock only, not the notes
 #   Benchmarks/clock-under-load.sh --keep                  # keep route file, logs, ticks.txt (k, arrival, instant,
 #                                                          # bare deadline, bare wake-up) in /tmp/clock-under-load-*
 # Further options (rate, batch, the stand-in's pool and stalls): Benchmarks/jam_clock_bench.py --help, scenario busy.

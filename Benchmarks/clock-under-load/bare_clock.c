@@ -4,9 +4,10 @@
 // benchmark has recovered the jam's tick grid), from the first deadline at least 2 ms ahead up to END,
 // and notes when each wake-up came. Then, given a PORT, it sends k (8 bytes) to 127.0.0.1:PORT, so that
 // its wake-ups can also be stamped at a listener the way the jam's ticks are; nothing else: no queue, no
-// lock. At the end (or on SIGTERM) it prints "k deadline woke" per deadline, in nanoseconds.
+// lock. At the end (or on SIGTERM) it prints "k deadline woke" per deadline, in nanoseconds. Given a CPU, it
+// runs on that CPU only (PORT 0: no datagram): one per CPU sees every stall of the CPU the jam's thread was on.
 //
-//   bare_clock [PRIORITY [PORT]] < "ANCHOR PERIOD END"
+//   bare_clock [PRIORITY [PORT [CPU]]] < "ANCHOR PERIOD END"
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,9 +37,18 @@ int main(int argc, char **argv) {
     int priority = argc > 1 ? atoi(argv[1]) : 20;
     int sock = -1;
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (argc > 2) {
+    if (argc > 2 && atoi(argv[2]) > 0) {
         to.sin_port = htons((uint16_t)atoi(argv[2]));
         sock = socket(AF_INET, SOCK_DGRAM, 0);
+    }
+    if (argc > 3) {
+        cpu_set_t cpus;
+        CPU_ZERO(&cpus);
+        CPU_SET(atoi(argv[3]), &cpus);
+        if (sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
+            fprintf(stderr, "bare_clock: cannot run on CPU %s: %s\n", argv[3], strerror(errno));
+            return 1;
+        }
     }
     struct sched_param parameters = {.sched_priority = priority};
     int refused = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters);
