@@ -26,9 +26,14 @@ struct DaemonOptions: ParsableArguments {
         }
     }
 
+    /// How long the commands look for a `jambridge run` when none is starting: one started with `&` just before
+    /// (`jambridge run x.yaml & jambridge start`) may not be a jambridge process yet.
+    static let forkedWait = 0.5
+
     /// The socket of the daemon to talk to; waits up to `startingWait` for one that is starting.
     func socket() throws(DaemonChoiceError) -> String {
-        let deadline = Date().addingTimeInterval(Self.startingWait)
+        let start = Date()
+        let deadline = start.addingTimeInterval(Self.startingWait)
         while true {
             let error: DaemonChoiceError
             do {
@@ -38,7 +43,7 @@ struct DaemonOptions: ParsableArguments {
             }
             let starting = StartingDaemon.all(for: self)
             // None starting: none was, or the one starting opened its socket since `choose` looked; a second look tells.
-            guard !starting.isEmpty else { return try choose() }
+            if starting.isEmpty, Date() >= start.addingTimeInterval(Self.forkedWait) { return try choose() }
             guard Date() < deadline else {
                 let pids = starting.map { String($0) }.joined(separator: ", ")
                 throw DaemonChoiceError("\(error.message); jambridge run (process \(pids)) has not opened its control socket within "
