@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# ALSA -> RTP-MIDI latency (issue 34), inside the test VM (scripts/alsa-vm.sh: the only sequencer here). In one
+# boot, three paths taken in turn, one note-on every 20 ms, each path fed by a virmidi device of its own:
+#   kernel     hw:0,0 -> the kernel's routing (aconnect 'Virtual Raw MIDI 0-0' -> 'Virtual Raw MIDI 0-1') -> hw:0,1
+#   jambridge  hw:0,2 -> jambridge (release): an ALSA endpoint routed to its session (127.0.0.1, not advertised)
+#   relay      hw:0,3 -> Benchmarks/alsa-rtp-latency/relay.c: libasound in, one RTP-MIDI datagram out, no journal
+# Benchmarks/alsa-rtp-latency/probe.py writes the notes, is the RTP-MIDI peer (it invites jambridge's session; the
+# relay sends to the same data port) and times each note from just before write() to the kernel's stamp of its
+# arrival; it prints n, p50/p90/p99 per path, the ratios, and the RSS of jambridge and the relay while running.
+# The VM emulates the CPU, so absolute times are slow: compare the paths.
+#   Benchmarks/alsa-rtp-latency.sh [SAMPLES]      (default 300 per path)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+samples=${1:-300}
+build=$root/.build-bench-main
+if [ ! -e /dev/snd/seq ]; then
+    echo "building jambridge (release) and the bare relay in $build ..." >&2
+    (cd "$root" && swift build -c release --scratch-path .build-bench-main --product jambridge >/dev/null)
+    cc -O2 -Wall -o "$build/alsa-rtp-relay" "$root/Benchmarks/alsa-rtp-latency/relay.c" -lasound
+    cd "$root" && exec scripts/alsa-vm.sh --timeout 900 -- bash Benchmarks/alsa-rtp-latency.sh "$samples"
+fi
+session_port=5104 peer_port=5106
+aconnect 'Virtual Raw MIDI 0-0' 'Virtual Raw MIDI 0-1'
+cat >/tmp/alsa-rtp.yaml <<Y
+session: { name: bench, port: $session_port, bind: 127.0.0.1, advertise: false }
+endpoints:
+  keys: { alsa: "Virtual Raw MIDI 0-2" }
+routes:
+  - { from: keys, to: session }
+Y
+"$build/release/jambridge" run /tmp/alsa-rtp.yaml 2>/tmp/jambridge.err &
+jambridge=$!
+"$build/alsa-rtp-relay" 'Virtual Raw MIDI 0-3' $((peer_port + 1)) >/tmp/relay.out &
+relay=$!
+trap 'kill $jambridge $relay 2>/dev/null || true' EXIT
+for _ in $(seq 600); do
+    grep -q "connected to keys" /tmp/jambridge.err && grep -q ready /tmp/relay.out && break
+    sleep 0.1
+done
+grep -q "connected to keys" /tmp/jambridge.err || { echo "jambridge did not connect to the device:" >&2; cat /tmp/jambridge.err >&2; exit 1; }
+grep -q ready /tmp/relay.out || { echo "the relay did not subscribe" >&2; exit 1; }
+python3 "$root/Benchmarks/alsa-rtp-latency/probe.py" --samples "$samples" --session-port $session_port \
+    --peer-port $peer_port --pid jambridge=$jambridge --pid relay=$relay
