@@ -241,14 +241,17 @@ public final class ALSASequencer: @unchecked Sendable {
         return .full
     }
 
-    /// Starts reading: `handler` gets every input on `queue` (the engine's), from a `PollingReader`.
-    public func start(queue: DispatchQueue, _ handler: @escaping (SequencerInput) -> Void) throws(TransportError) {
+    /// Starts reading: `handler` gets every input on `queue` (the engine's), from a `PollingReader`; the inputs
+    /// waiting at one wake-up are handled inside one call of `batch` (the engine's `routeBatch`, so that their
+    /// output leaves together, on this thread, without waking another to send it).
+    public func start(queue: DispatchQueue, inBatches batch: @escaping (() -> Void) -> Void = { $0() },
+                      _ handler: @escaping (SequencerInput) -> Void) throws(TransportError) {
         guard reader == nil, !isClosed else { return }
         var fds = [pollfd](repeating: pollfd(), count: Int(snd_seq_poll_descriptors_count(handle, Int16(POLLIN))))
         let count = Int(snd_seq_poll_descriptors(handle, &fds, UInt32(fds.count), Int16(POLLIN)))
         nonisolated(unsafe) let handle = handle
         reader = try PollingReader(watching: Array(fds.prefix(count)), queue: queue,
-                                   ready: { [self] _ in drainInput(handler) },
+                                   ready: { [self] _ in batch { drainInput(handler) } },
                                    finished: { _ = snd_seq_close(handle) })
     }
 

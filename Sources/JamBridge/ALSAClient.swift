@@ -69,7 +69,9 @@ final class ALSAClient: @unchecked Sendable {
         guard self.sink == nil else { return }
         self.sink = sink
         do {
-            try sequencer.start(queue: sink.queue) { [weak self] input in self?.handle(input) }
+            try sequencer.start(queue: sink.queue, inBatches: { [weak sink] body in
+                if let sink { sink.routeBatch(body) } else { body() }
+            }) { [weak self] input in self?.handle(input) }
         } catch {
             logger.error("ALSA input: \(error); the alsa endpoints only send")
         }
