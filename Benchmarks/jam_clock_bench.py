@@ -1087,7 +1087,13 @@ routes:
     if instants is None:
         raise SystemExit("the ticks do not lie on one grid: %s%s"
                          % (final_uncertainty, " (kept %s)" % directory if arguments.keep else ""))
-    bare_rows = [tuple(map(int, line.split())) for line in bare_lines if line and not line.startswith("#")]
+    def wake_rows(lines):
+        """A bare thread's output: [(k, deadline, woke)]."""
+        return [tuple(map(int, line.split())) for line in lines if line and not line.startswith("#")]
+
+    def late_deadlines(rows):
+        return {k for k, deadline, woke in rows if woke - deadline > 500_000}
+    bare_rows = wake_rows(bare_lines)
     if len(bare_rows) < 10:
         raise SystemExit("the bare thread woke %d times" % len(bare_rows))
     first, last = bare_rows[0][0], bare_rows[-1][0]
@@ -1120,12 +1126,11 @@ routes:
     if len(bare_sent) > 10:
         figures("bare thread (its datagram, stamped)", bare_sent)
     late_ticks = [(k, instant, arrival - instant) for k, arrival, instant in jam if arrival - instant > 500_000]
-    bare_late = {k for k, (deadline, woke) in bare_by_k.items() if woke - deadline > 500_000}
+    bare_late = late_deadlines(bare_rows)
     seen = [entry for entry in late_ticks if entry[0] in bare_late]
-    pinned_late = [{int(k) for k, deadline, woke in (line.split() for line in lines if line and not line.startswith("#"))
-                    if int(woke) - int(deadline) > 500_000} for lines in pinned_lines]
+    pinned_late = [late_deadlines(wake_rows(lines)) for lines in pinned_lines]
     seen_pinned = [entry for entry in late_ticks if any(entry[0] in late for late in pinned_late)]
-    unseen = [entry for entry in late_ticks if entry[0] not in bare_late and entry not in seen_pinned]
+    unseen = [entry for entry in late_ticks if not any(entry[0] in late for late in [bare_late] + pinned_late)]
     held = [entry for entry in late_ticks if during(entry[1], entry[2], windows)]
     stalled = coincide([(instant, late) for _, instant, late in late_ticks], stalls)
     starved = coincide([(instant, late) for _, instant, late in late_ticks], normal_stalls, slack=0)

@@ -623,14 +623,14 @@ public final class RTPMIDISession {
         if let waiting = peer.ahead.last, waiting.time > packet.time, !waiting.tickets.allSatisfy(lane.isDone) {
             packet.time = waiting.time
         }
-        let overflows = peer.sender.journalOverflows
         let post = { (bytes: UnsafeRawBufferPointer) in
             self.counters.packetsSent += 1
             packet.tickets.append(lane.post(bytes, to: peer.dataAddress, at: packet.time))
         }
-        for message in packet.messages { peer.sender.append(message, tick: tick, post) }
-        peer.sender.flush(post)
-        counters.journalOverflows += peer.sender.journalOverflows - overflows
+        countingOverflows(of: peer) {
+            for message in packet.messages { peer.sender.append(message, tick: tick, post) }
+            peer.sender.flush(post)
+        }
         peer.ahead.append(packet)
         // Its journal goes at its time: a guard packet is due only if nothing follows it for a while.
         if peer.sender.hasUnconfirmedHistory {
@@ -698,14 +698,11 @@ public final class RTPMIDISession {
                          _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
         guard finishes, let lane, !peer.ahead.isEmpty else { return withSender(of: peer, body) }
         peer.withdrawn = takeBackAhead(peer, dueAfter: lane.now.advanced(byNanoseconds: Self.imminence)) + peer.withdrawn
-        if let staying = peer.ahead.last, !staying.tickets.allSatisfy(lane.isDone) {
-            if lane.hasRoom {
-                settle(peer, behind: staying, body)
-            } else {
-                peer.withdrawn = takeBackAhead(peer) + peer.withdrawn
-                withSender(of: peer, body)
-            }
+        if let staying = peer.ahead.last, !staying.tickets.allSatisfy(lane.isDone), lane.hasRoom {
+            settle(peer, behind: staying, in: lane, body)
         } else {
+            // Nothing stays, or the lane has no room to settle behind it: what waits comes back, and this leaves now.
+            peer.withdrawn = takeBackAhead(peer) + peer.withdrawn
             withSender(of: peer, body)
         }
         repostWithdrawn(peer)
@@ -714,26 +711,30 @@ public final class RTPMIDISession {
     /// How close to its time a packet prepared ahead stays in the lane when another is sent (`sending`): 1 ms.
     static let imminence: UInt64 = 1_000_000
 
-    /// Runs `body` on `peer`'s sender, posting what it finishes to the lane to leave right behind `staying`, settled.
-    private func settle(_ peer: SessionPeer, behind staying: AheadPacket,
+    /// Runs `body` on `peer`'s sender, posting what it finishes to `lane` to leave right behind `staying`, settled.
+    private func settle(_ peer: SessionPeer, behind staying: AheadPacket, in lane: any PacketLane,
                         _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
-        guard let lane else { return }
         var settled = AheadPacket(messages: [], time: staying.time, senderBefore: peer.sender, settled: true)
-        let overflows = peer.sender.journalOverflows
-        body(&peer.sender) { packet in
-            counters.packetsSent += 1
-            counters.settledBehindAhead += 1
-            settled.tickets.append(lane.post(packet, to: peer.dataAddress, at: settled.time))
+        countingOverflows(of: peer) {
+            body(&peer.sender) { packet in
+                counters.packetsSent += 1
+                counters.settledBehindAhead += 1
+                settled.tickets.append(lane.post(packet, to: peer.dataAddress, at: settled.time))
+            }
         }
-        counters.journalOverflows += peer.sender.journalOverflows - overflows
         peer.ahead.append(settled)
     }
 
     /// Runs `body` on `peer`'s sender with a function sending its packets, counting overflows.
     private func withSender(of peer: SessionPeer,
                             _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
+        countingOverflows(of: peer) { body(&peer.sender) { packet in sendRTP(packet, to: peer) } }
+    }
+
+    /// Runs `work` on `peer`'s sender and counts the journal overflows it met.
+    private func countingOverflows(of peer: SessionPeer, _ work: () -> Void) {
         let overflows = peer.sender.journalOverflows
-        body(&peer.sender) { packet in sendRTP(packet, to: peer) }
+        work()
         counters.journalOverflows += peer.sender.journalOverflows - overflows
     }
 

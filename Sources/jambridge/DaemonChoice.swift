@@ -42,7 +42,8 @@ struct DaemonOptions: ParsableArguments {
                 error = notThere
             }
             let starting = StartingDaemon.all(for: self)
-            // None starting: none was, or the one starting opened its socket since `choose` looked; a second look tells.
+            // None starting for `forkedWait`: none was, or the one starting opened its socket since `choose` looked; a
+            // second look tells.
             if starting.isEmpty, Date() >= start.addingTimeInterval(Self.forkedWait) { return try choose() }
             guard Date() < deadline else {
                 let pids = starting.map { String($0) }.joined(separator: ", ")
