@@ -408,7 +408,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             case .backdated(let message, let source, let seconds):
                 let count = conductor!.counters.backdated
                 if isLogged(count) {
-                    logger.warning("jam: \(message) from \(source) said it was sent \((seconds * 10).rounded() / 10) s before it came, longer than the network takes: taken as sent when it came (\(counted(count, "message")) so far)")
+                    logger.warning("jam: \(message) from \(source) said it was sent \((seconds * 10).rounded() / 10) s before it came, longer than the network takes: taken as sent as early as the network allows (the round trip and \(Double(JamConductor.backdatingMargin) / 1e9) s before it came) (\(counted(count, "message")) so far)")
                 }
             case .refused(let message, let source, let master):
                 refusals += 1

@@ -1018,6 +1018,13 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
     /// - The rack leads and quits (SIGTERM): the phone (`on-master-lost: next`) carries the song, its synth gets no
     ///   Stop and no second Start, and its ticks go on.
     @Test func theJamInARealRoomThroughNetem() throws {
+        /// What both daemons logged about the jam, for a round that went wrong.
+        func jamLines(_ lab: RackAndPhone) -> String {
+            [("rack", lab.rackDaemon), ("phone", lab.phoneDaemon)].map { name, daemon in
+                daemon.text.split(separator: "\n").filter { $0.contains("jam") || $0.contains("clock master") }.suffix(20)
+                    .map { "\(name): \($0)" }.joined(separator: "\n")
+            }.joined(separator: "\n")
+        }
         try withRackAndPhone(netem: "delay 5ms 5ms loss 1%", rack: """
             session: { name: Rack, advertise: false, invite: [{ host: 10.78.0.2, port: 5004 }, { host: 10.78.0.9, port: 5004 }] }
             clock: { on-master-lost: next, to: [drum-machine] }
@@ -1046,11 +1053,11 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             }
             for round in 0..<20 {
                 startAtOnce(sockets, round: round)
-                #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())")
+                #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())\n\(jamLines(lab))")
                 Thread.sleep(forTimeInterval: 0.5)
                 let leader = masters()[0] == "Phone" ? 1 : 0
                 #expect((try? ControlClient.send(.command(.jam(.stop)), to: sockets[leader])) != nil, "round \(round)")
-                #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)")
+                #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)\n\(jamLines(lab))")
             }
 
             // The master quits.
