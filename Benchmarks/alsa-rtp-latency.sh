@@ -8,16 +8,18 @@
 # relay sends to the same data port) and times each note from just before write() to the kernel's stamp of its
 # arrival; it prints n, p50/p90/p99 per path, the ratios, and the RSS of jambridge and the relay while running.
 # The VM emulates the CPU, so absolute times are slow: compare the paths.
-#   Benchmarks/alsa-rtp-latency.sh [SAMPLES]      (default 300 per path)
+#   Benchmarks/alsa-rtp-latency.sh [SAMPLES] [static]   (default 300 per path; static: jambridge built
+#                                                        --static-swift-stdlib, as scripts/run.sh builds it)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 samples=${1:-300}
-build=$root/.build-bench-main
+linking=${2:-}
+build=$root/.build-bench-main${linking:+-static}
 if [ ! -e /dev/snd/seq ]; then
-    echo "building jambridge (release) and the bare relay in $build ..." >&2
-    (cd "$root" && swift build -c release --scratch-path .build-bench-main --product jambridge >/dev/null)
+    echo "building jambridge (release${linking:+, static}) and the bare relay in $build ..." >&2
+    (cd "$root" && swift build -c release ${linking:+--static-swift-stdlib} --scratch-path "$build" --product jambridge >/dev/null)
     cc -O2 -Wall -o "$build/alsa-rtp-relay" "$root/Benchmarks/alsa-rtp-latency/relay.c" -lasound
-    cd "$root" && exec scripts/alsa-vm.sh --timeout 900 -- bash Benchmarks/alsa-rtp-latency.sh "$samples"
+    cd "$root" && exec scripts/alsa-vm.sh --timeout 900 -- bash Benchmarks/alsa-rtp-latency.sh "$samples" $linking
 fi
 session_port=5104 peer_port=5106
 aconnect 'Virtual Raw MIDI 0-0' 'Virtual Raw MIDI 0-1'
