@@ -254,7 +254,7 @@ public struct JamConductor: Sendable {
                 // it won on the other).
                 counters.backdated += 1
                 emit(.backdated(message, from: source, seconds: -sent.nanoseconds(since: arrival) / 1e9))
-                sent = MonotonicInstant(nanoseconds: arrival.nanoseconds - min(bound, arrival.nanoseconds))
+                sent = arrival.receded(byNanoseconds: bound)
             }
             let verdict = election.receive(command, from: source, senderTime: sent, now: arrival)
             guard verdict.accepted else {
@@ -441,7 +441,7 @@ public struct JamConductor: Sendable {
     /// When `fire` is next needed, handing ticks out `ahead` nanoseconds before they are due; nil when nothing is due
     /// until a message arrives.
     public func nextDeadline(ahead: UInt64 = 0) -> MonotonicInstant? {
-        let early = { (tick: MonotonicInstant?) in tick.map { MonotonicInstant(nanoseconds: $0.nanoseconds - min(ahead, $0.nanoseconds)) } }
+        let early = { (tick: MonotonicInstant?) in tick.map { $0.receded(byNanoseconds: ahead) } }
         var deadlines = [early(generator.nextTickTime), totalDue]
         if let master = election.master, master != instance {
             deadlines += [follower.silenceDeadline, masterClockHeard.map { $0.advanced(byNanoseconds: ClockFollower.silenceLimit + 1) }]

@@ -158,7 +158,7 @@ final class DrumsPlayer {
                 pending.removeAll()
                 stream?.cancel()
                 // From where the song was a look ago: a start's downbeat, seen up to a look late, plays late, not never.
-                let lookedLast = MonotonicInstant(nanoseconds: now.nanoseconds - min(now.nanoseconds, Self.lookInterval))
+                let lookedLast = now.receded(byNanoseconds: Self.lookInterval)
                 sequencer.locate(tick: song.songTick(at: lookedLast) ?? tick)
                 playing = true
             }

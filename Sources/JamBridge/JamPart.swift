@@ -370,8 +370,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                     for route in routes where route.isSession ? delivery.toSession
                         : delivery.toLocal && route.sink != delivery.except && !(route.isPeer && session && delivery.toSession) {
                         let event = MIDIEvent(delivery.message, from: route.id, at: delivery.time)
-                        let release = route.ahead ? MonotonicInstant(nanoseconds: delivery.time.nanoseconds - min(Self.lead, delivery.time.nanoseconds))
-                            : delivery.time
+                        let release = route.ahead ? delivery.time.receded(byNanoseconds: Self.lead) : delivery.time
                         if release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
                             engine.routeOnQueue(event)
                         } else {

@@ -9,6 +9,8 @@ public struct MonotonicInstant: Hashable, Comparable, Sendable {
     @inlinable public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
     /// This instant moved later by `ns` nanoseconds.
     @inlinable public func advanced(byNanoseconds ns: UInt64) -> Self { Self(nanoseconds: nanoseconds &+ ns) }
+    /// `ns` earlier, held at the clock's zero.
+    @inlinable public func receded(byNanoseconds ns: UInt64) -> Self { Self(nanoseconds: nanoseconds - min(ns, nanoseconds)) }
 }
 
 /// The identity of one endpoint in the running configuration (a device, a file, a recorder).
