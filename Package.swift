@@ -21,7 +21,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
@@ -33,8 +32,9 @@ let package = Package(
         // located errors and the songs and recording paths they name, and makes each block's model, which
         // belongs to the module that runs it (stages: Routing; OSC mappings: OSC; clock and activity: Jam; drums:
         // Drums), and checks the kits the route files name through DrumKits' loader.
-        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam", "Drums", "DrumKits",
-                                                  .product(name: "Yams", package: "Yams")]),
+        .target(name: "RouteFile", dependencies: ["MIDI", "Routing", "OSC", "Transport", "Jam", "Drums", "DrumKits", "CYAML"]),
+        // libyaml (Debian libyaml-dev): the YAML parser under RouteFile's composer.
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // The jam (sans-I/O): clock master election, activity aggregation, clock generator and follower.
         .target(name: "Jam", dependencies: ["MIDI"]),
         // The drum sequencer (sans-I/O): kits as the mixer plays them, patterns, styles, the mixer.

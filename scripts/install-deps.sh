@@ -23,6 +23,7 @@ cd "$(dirname "$0")/.."
 #   libsndfile1-dev               the sound-file library jambridge links to read drum samples and write renders
 #   libsamplerate0-dev            the sample-rate converter jambridge links to bring samples to 48 kHz and pitch them
 #   libxml2-dev                   the XML library jambridge links to read Hydrogen drum kits (drumkit.xml)
+#   libyaml-dev                   the YAML parser jambridge links to read route, style and kit files
 #   hydrogen-drumkits             Debian's 14 Hydrogen kits, which the kit and drum tests load
 #   sox                           makes the kit tests' samples and reads audio back (a tool nobody here wrote)
 #   python3-soundfile             reads jambridge's renders back in the drum tests (a WAV reader nobody here wrote)
@@ -36,7 +37,7 @@ cd "$(dirname "$0")/.."
 #   ableton-link-utils            LinkHut, Ableton's own Link app: a Link peer nobody here wrote (Tests/Peers/linkhut.py)
 #   jackd2                        the JACK server LinkHut needs to run at all: linkhut.py starts one of its own on
 #                                 JACK's dummy driver (no sound card)
-packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev libxml2-dev make)
+packages=(libavahi-compat-libdnssd-dev libasound2-dev liblo-dev libsndfile1-dev libsamplerate0-dev libxml2-dev libyaml-dev make)
 [ "${1:-}" = run ] || packages+=(mandoc tshark python3-venv avahi-daemon avahi-utils dbus iproute2 alsa-utils liblo-tools
                                  hydrogen-drumkits sox python3-soundfile python3-numpy man-db systemd procps chromium
                                  ableton-link-utils)

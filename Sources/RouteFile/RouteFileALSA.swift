@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import MIDI
-import Yams
 
 /// Which ports of the matching ALSA clients an `alsa: "CLIENT:PORT"` endpoint means.
 public enum ALSAPortPattern: Hashable, Sendable {

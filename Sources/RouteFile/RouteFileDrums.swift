@@ -1,7 +1,5 @@
 import Drums
-import Foundation
 import MIDI
-import Yams
 
 /// The drum sequencer a route file's `drums:` block declares (jambridge-routes(5), "The drums").
 public struct DrumsDeclaration: Equatable, Sendable {
@@ -153,8 +151,7 @@ extension RouteFileDocument {
 
     /// `path` relative to this file, made absolute.
     private func resolve(_ path: String) -> String {
-        path.hasPrefix("/") ? URL(fileURLWithPath: path).standardizedFileURL.path
-            : directory.appendingPathComponent(path).standardizedFileURL.path
+        FilePaths.absolute(path, in: directory)
     }
 
     private mutating func failVoice(_ node: Node) {

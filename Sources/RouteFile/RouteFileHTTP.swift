@@ -1,5 +1,4 @@
 import MIDI
-import Yams
 
 /// The live status page a route file's `http:` block turns on (jambridge-routes(5), "The status page").
 public struct HTTPDeclaration: Equatable, Sendable {

@@ -1,6 +1,5 @@
 import Jam
 import MIDI
-import Yams
 
 /// The jam a route file's `clock:` and `activity:` blocks declare (either turns it on; the other takes its
 /// defaults).

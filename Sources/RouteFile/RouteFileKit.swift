@@ -1,8 +1,6 @@
 import DrumKits
 import Drums
-import Foundation
 import MIDI
-import Yams
 
 /// Sample-folder kits: a kit.yaml giving each voice its sound files, levels, pan, pitch and choke group
 /// (jambridge-kits(5)), read into the `KitDescription` DrumKits' loader plays.
@@ -46,7 +44,7 @@ struct KitDocument: YAMLDocument {
             fail(root, "a kit file is a mapping with 'voices:' (and 'name:'), not \(Self.describe(root))")
             return nil
         }
-        var name = URL(fileURLWithPath: file).deletingLastPathComponent().lastPathComponent
+        var name = FilePaths.name(of: FilePaths.folder(of: file))
         var instruments: [KitDescription.Instrument]?
         for (keyNode, value) in mapping {
             guard let key = scalarKey(keyNode) else { continue }
@@ -184,7 +182,7 @@ struct KitDocument: YAMLDocument {
 
     /// A velocity range written `LOW-HIGH`, velocities from 0 to 1, such as `0-0.5`.
     private mutating func readVelocities(_ node: Node) -> ClosedRange<Float>? {
-        let parts = node.scalar?.string.split(separator: "-", omittingEmptySubsequences: false).map { Float($0.trimmingCharacters(in: .whitespaces)) } ?? []
+        let parts = node.scalar?.string.split(separator: "-", omittingEmptySubsequences: false).map { Float($0.trimmingSpaces) } ?? []
         guard parts.count == 2, let low = parts[0], let high = parts[1], (0...1).contains(low), (0...1).contains(high), low <= high else {
             fail(node, "'velocity' is a range of velocities from 0 to 1 such as 0-0.5 or 0.5-1, not \(Self.describe(node))")
             return nil

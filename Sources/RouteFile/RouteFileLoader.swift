@@ -1,8 +1,9 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import MIDI
 import OSC
 import Routing
-import Yams
 
 /// A `from:` or `to:` entry naming an endpoint, checked once every file's endpoints are known.
 struct EndpointReference {
@@ -88,7 +89,7 @@ struct RouteFileDocument: YAMLDocument {
     /// Where this file's `osc:` endpoints listen.
     var oscListeners: [OSCListener] = []
     /// The directory relative paths in the file are resolved against.
-    let directory: URL
+    let directory: String
     /// True if the songs (`file:`), recordings (`record:`) and the drums' kit named are checked on disk.
     let checksFiles: Bool
     /// True for `jambridge check`: what only the user who runs the file needs (a folder to record into) is a note.
@@ -100,7 +101,7 @@ struct RouteFileDocument: YAMLDocument {
     /// play; a route file that cannot be read is one error at 1:1. `checkingOnly`: see `RouteConfiguration.load`.
     init(readingFile file: String, checkingOnly: Bool = false) {
         self.file = file
-        directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+        directory = FilePaths.folder(of: file)
         checksFiles = true
         self.checkingOnly = checkingOnly
         do {
@@ -113,7 +114,7 @@ struct RouteFileDocument: YAMLDocument {
     /// Checks `yaml` as the route file called `file`, without reading the files it names.
     init(yaml: String, file: String) {
         self.file = file
-        directory = URL(fileURLWithPath: file).deletingLastPathComponent()
+        directory = FilePaths.folder(of: file)
         checksFiles = false
         checkingOnly = false
         parse(yaml)
@@ -280,8 +281,7 @@ struct RouteFileDocument: YAMLDocument {
             fail(Self.isEmpty(node) ? key : node, "empty path; write the MIDI file's path, relative to this route file")
             return nil
         }
-        if text.hasPrefix("/") { return URL(fileURLWithPath: text).standardizedFileURL.path }
-        return directory.appendingPathComponent(text).standardizedFileURL.path
+        return FilePaths.absolute(text, in: directory)
     }
 
     /// Reads and times the song at `path` for `songs`, or reports at `node` why it cannot be played.
@@ -305,7 +305,7 @@ struct RouteFileDocument: YAMLDocument {
                  + "write the path of a MIDI file to create, such as 'take.mid'")
             return
         }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let directory = FilePaths.folder(of: path)
         guard stat(directory, &status) == 0 else {
             fail(node, "cannot record to '\(path)': '\(directory)': \(String(cString: strerror(errno)))")
             return

@@ -1,9 +1,7 @@
-import Foundation
 import MIDI
 import OSC
 import Routing
 import Transport
-import Yams
 
 /// Where one `osc:` endpoint listens, kept to find two endpoints that would listen on the same port.
 struct OSCListener {
@@ -785,11 +783,11 @@ extension RouteFileDocument {
     /// A duration in seconds: a number (`0.08`) or a text with its unit (`"80ms"`, `"1.5s"`); above 0, or also 0
     /// if `allowsZero`.
     mutating func readDuration(_ node: Node, key: String, allowsZero: Bool) -> Double? {
-        let text = (node.scalar?.string ?? "").trimmingCharacters(in: .whitespaces)
+        let text = (node.scalar?.string ?? "").trimmingSpaces
         let seconds: Double? = if text.hasSuffix("ms") {
-            Double(text.dropLast(2).trimmingCharacters(in: .whitespaces)).map { $0 / 1000 }
+            Double(text.dropLast(2).trimmingSpaces).map { $0 / 1000 }
         } else if text.hasSuffix("s") {
-            Double(text.dropLast().trimmingCharacters(in: .whitespaces))
+            Double(text.dropLast().trimmingSpaces)
         } else {
             Double(text)
         }

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import MIDI
-import Yams
 
 /// The RTP-MIDI network session a route file's `session:` block declares.
 public struct SessionDeclaration: Equatable, Sendable {
@@ -193,7 +192,6 @@ extension RouteFileDocument {
             return nil
         }
         var rules: [PlayoutRule] = []
-        var lines: [String: Int] = [:]
         var catchAll: (glob: String, line: Int)?
         var valid = true
         for (keyNode, value) in mapping {
@@ -205,12 +203,6 @@ extension RouteFileDocument {
                 valid = false
                 continue
             }
-            if let first = lines[glob] {
-                fail(keyNode, "peer name '\(glob)' is written twice in 'playout' (first at line \(first)); keep one")
-                valid = false
-                continue
-            }
-            lines[glob] = line
             if let catchAll {
                 fail(keyNode, "'\(glob)' can never match: '\(catchAll.glob)' at line \(catchAll.line) matches "
                      + "every peer before it; move '\(glob)' above it or remove it")

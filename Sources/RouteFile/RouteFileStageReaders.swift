@@ -1,7 +1,5 @@
-import Foundation
 import MIDI
 import Routing
-import Yams
 
 /// The readers of a route's stage keys: each checks its value and returns what the stage needs.
 extension RouteFileDocument {
@@ -62,12 +60,12 @@ extension RouteFileDocument {
             fail(node, "'notes' needs a note range such as C2..B3 or 36..59")
             return nil
         }
-        let parts = text.components(separatedBy: "..")
+        let parts = text.split(separator: "..", omittingEmptySubsequences: false)
         guard parts.count <= 2 else {
             fail(node, "'\(text)' is not a note range; write LOW..HIGH, such as C2..B3 or 36..59")
             return nil
         }
-        let notes = parts.map { Self.note($0.trimmingCharacters(in: .whitespaces)) }
+        let notes = parts.map { Self.note(String($0.trimmingSpaces)) }
         for (part, note) in zip(parts, notes) where note == nil {
             fail(node, "'\(part)' is not a note; write a number 0-127 or a name such as C4, F#3 or Bb2 (C4 = 60)")
         }

@@ -1,10 +1,8 @@
 import Drums
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 import MIDI
-import Yams
 
 /// Style files: a drummer's groove at every intensity level, its fill, swing and looseness (jambridge-drums(5)).
 public enum StyleFile {
@@ -25,7 +23,7 @@ public enum StyleFile {
     public static func folders(ofRouteFiles routeFiles: [String]) -> [String] {
         var folders: [String] = []
         for file in routeFiles {
-            if let folder = realPath(URL(fileURLWithPath: file).deletingLastPathComponent().path), !folders.contains(folder) {
+            if let folder = realPath(FilePaths.folder(of: file)), !folders.contains(folder) {
                 folders.append(folder)
             }
         }
@@ -37,8 +35,8 @@ public enum StyleFile {
     /// and `..` are resolved (nothing outside is opened). Its mistakes say where and what is wrong, never what it says.
     public static func load(command path: String, besideRouteFile routeFile: String,
                             inside folders: [String]) throws(StyleCommandError) -> Style {
-        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: routeFile)).standardizedFileURL.path
-        let parent = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
+        let absolute = FilePaths.absolute(path, in: FilePaths.folder(of: routeFile))
+        let parent = FilePaths.folder(of: absolute)
         let inside = { (resolved: String) in folders.contains { resolved.hasPrefix($0 == "/" ? "/" : $0 + "/") } }
         guard let resolved = realPath(absolute) else {
             // Nothing there (or a symlink to nothing): said only of a place inside the folders.
@@ -90,7 +88,7 @@ struct StyleDocument: YAMLDocument {
             fail(root, "a style file is a mapping with 'groove:' and the style's settings, not \(shown(root))")
             return nil
         }
-        let base = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        let base = FilePaths.baseName(of: file)
         var name = base, time = TimeSignature(beats: 4, unit: 4), steps: Int?, levels: Int?, swing = 0.5
         var humanizeTime = 0.0, humanizeVelocity: Float = 0, phrase = 4
         var grooveNode: Node?, fillNode: Node?

@@ -103,11 +103,6 @@ enum RouteFileVocabulary {
         return best.1 <= max(1, word.count / 3) ? best.0 : nil
     }
 
-    /// `list` written as `'a', 'b', 'c'` for a message.
-    static func quoted(_ list: [String]) -> String {
-        list.map { "'\($0)'" }.joined(separator: ", ")
-    }
-
     /// The edit distance between `a` and `b`, in characters: insertions, deletions, substitutions and swaps of two
     /// neighbours (optimal string alignment), so that a typo such as 'sytnh' is one edit from 'synth'.
     static func editDistance(_ a: String, _ b: String) -> Int {
@@ -128,5 +123,15 @@ enum RouteFileVocabulary {
             (beforePrevious, previous, current) = (previous, current, beforePrevious)
         }
         return previous[b.count]
+    }
+}
+
+extension StringProtocol {
+    /// This text without the spaces and tabs around it.
+    var trimmingSpaces: SubSequence {
+        let isSpace = { (character: Character) in character == " " || character == "\t" }
+        let start = firstIndex { !isSpace($0) } ?? endIndex
+        let end = lastIndex { !isSpace($0) }.map(index(after:)) ?? start
+        return self[start..<end]
     }
 }

@@ -1,5 +1,4 @@
 import MIDI
-import Yams
 
 /// A YAML file read with located mistakes: route files, style files, kit files. The readers of each kind of file
 /// are a type conforming to this, which records every mistake it finds (`fail`) with its file, line and column.
@@ -37,7 +36,8 @@ extension YAMLDocument {
     mutating func compose(_ yaml: String) -> Node? {
         let foundTabs = reportTabIndentation(in: yaml)
         do {
-            return try Yams.compose(yaml: yaml) ?? Node.scalar(Node.Scalar("", Tag(.null), .plain))
+            return try Node.compose(yaml)
+                ?? Node(content: .scalar(Node.Scalar(string: "", isPlain: true)), mark: Mark(line: 1, column: 1))
         } catch {
             // A tab in the indentation is what libyaml stumbles over; its own message would only repeat it.
             if !foundTabs { reportSyntaxError(error, in: yaml) }
@@ -71,42 +71,23 @@ extension YAMLDocument {
         return found
     }
 
-    /// Turns a Yams error into a located message.
-    private mutating func reportSyntaxError(_ error: any Error, in yaml: String) {
-        let start = SourceLocation(file: file, line: 1, column: 1)
-        guard let yamlError = error as? YamlError else {
-            fail(at: start, quotesText ? "not valid YAML: \(error)" : "not valid YAML")
-            return
-        }
-        // libyaml's problems and contexts are fixed phrases ("found character that cannot start any token"), never
-        // the file's text; the other cases may hold it.
-        switch yamlError {
-        case .composer(_, let problem, let mark, _) where problem == "found undefined alias":
+    /// Turns the composer's error into a located message.
+    private mutating func reportSyntaxError(_ error: YAMLError, in yaml: String) {
+        switch error {
+        case .syntax("found undefined alias", let mark, _):
             fail(at: location(mark), "not valid YAML: found undefined alias: a value starting with '*' is read as a YAML "
                  + "alias; quote it, such as alsa: \"*USB*\"")
-        case .scanner(let context, let problem, let mark, _),
-             .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
+        case .syntax(let problem, let mark, let context):
             let whileParsing = context.map { " (\($0.text) at line \($0.mark.line))" } ?? ""
             let hint = Self.likelyMistake(problem: problem, context: context?.text, at: context?.mark)
             // An alias is reported where it starts: where the quote goes.
             let at = hint != nil && context?.text.hasPrefix("while scanning an a") == true ? context!.mark : mark
             fail(at: location(at), "not valid YAML: \(problem)\(whileParsing)\(hint.map { ": \($0)" } ?? "")")
-        case .duplicatedKeysInMapping(let duplicates, let context):
-            // Yams marks the first of the keys; the mistake is the one written again (the one just added).
-            let first = location(context.mark)
-            guard let key = duplicates.first, let again = Self.repetition(of: key, after: context.mark, in: yaml) else {
-                fail(at: first, "key \(quotesText ? RouteFileVocabulary.quoted(duplicates) + " " : "")"
-                     + "is written more than once in the same mapping; keep one")
-                break
-            }
-            fail(at: SourceLocation(file: file, line: again.line, column: again.column),
-                 "key \(quotesText ? "'\(key)' " : "")is already written at \(first) in the same mapping; keep one")
-        case .reader(let problem, let offset, _, _):
-            fail(at: offset.map { Self.location(ofCharacter: $0, in: yaml, file: file) } ?? start,
-                 "not readable as YAML text: \(problem)")
-        default:
-            fail(at: start, quotesText ? "not valid YAML: \(yamlError)" : "not valid YAML")
+        case .duplicateKey(let key, let first, let again):
+            fail(at: location(again), "key \(quotesText ? "'\(key)' " : "")is already written at \(location(first)) in the "
+                 + "same mapping; keep one")
+        case .reader(let problem, let offset):
+            fail(at: Self.location(ofByte: offset, in: yaml, file: file), "not readable as YAML text: \(problem)")
         }
     }
 
@@ -135,47 +116,17 @@ extension YAMLDocument {
         }
     }
 
-    /// Where `key`, first written at `mark`, is written again in the same mapping: later on the same line (a flow
-    /// mapping, `{ a: 1, a: 2 }`) or at the same column on a later line, before the mapping ends (a line indented
-    /// less); nil if it cannot be found so.
-    static func repetition(of key: String, after mark: Mark, in yaml: String) -> (line: Int, column: Int)? {
-        let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
-        guard mark.line >= 1, mark.line <= lines.count, mark.column >= 1 else { return nil }
-        let keyScalars = Array(key.unicodeScalars)
-        // `key`, bare or quoted, then spaces and a colon, starting at `start` of `line`.
-        func isKey(_ line: [Unicode.Scalar], at start: Int) -> Bool {
-            for quote in ["", "\"", "'"] {
-                let quoted = Array(quote.unicodeScalars) + keyScalars + Array(quote.unicodeScalars)
-                guard start + quoted.count <= line.count, Array(line[start..<start + quoted.count]) == quoted else { continue }
-                let rest = line[(start + quoted.count)...].drop { $0 == " " }
-                if rest.first == ":" { return true }
-            }
-            return false
-        }
-        let firstLine = lines[mark.line - 1]
-        var index = mark.column - 1 + keyScalars.count
-        while index < firstLine.count {
-            if [",", "{"].contains(firstLine[index]) {
-                let start = firstLine[(index + 1)...].firstIndex { $0 != " " } ?? firstLine.count
-                if isKey(firstLine, at: start) { return (mark.line, start + 1) }
-            }
-            index += 1
-        }
-        for number in mark.line..<lines.count {
-            let line = lines[number]
-            guard let indentation = line.firstIndex(where: { $0 != " " }), line[indentation] != "#" else { continue }
-            if indentation < mark.column - 1 { return nil }
-            if indentation == mark.column - 1, isKey(line, at: indentation) { return (number + 1, indentation + 1) }
-        }
-        return nil
-    }
-
-    /// The line and column of the character at `offset` in `text`.
-    private static func location(ofCharacter offset: Int, in text: String, file: String) -> SourceLocation {
+    /// The line and column of the byte at `offset` in `text` (columns in Unicode scalars, as libyaml counts).
+    private static func location(ofByte offset: Int, in text: String, file: String) -> SourceLocation {
         var line = 1
         var column = 1
-        for character in text.prefix(offset) {
-            if character == "\n" { line += 1; column = 1 } else { column += 1 }
+        for byte in text.utf8.prefix(offset) {
+            if byte == 0x0A {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
         }
         return SourceLocation(file: file, line: line, column: column)
     }
@@ -228,23 +179,22 @@ extension YAMLDocument {
 
     /// True for a missing value: `key:` with nothing after it, `~` or `null` (not a quoted "").
     static func isEmpty(_ node: Node) -> Bool {
-        guard let scalar = node.scalar, scalar.style == .plain else { return false }
+        guard let scalar = node.scalar, scalar.isPlain else { return false }
         return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
     }
 
     /// What kind of YAML node `node` is, for messages.
     static func describe(_ node: Node) -> String {
-        switch node {
+        switch node.content {
         case .mapping: "a mapping"
         case .sequence: "a list"
         case .scalar(let scalar): "'\(scalar.string)'"
-        case .alias: "an alias"
         }
     }
 
     /// A sortable position of `node`.
     static func position(of node: Node) -> (Int, Int) {
-        (node.mark?.line ?? 0, node.mark?.column ?? 0)
+        (node.mark.line, node.mark.column)
     }
 
     /// The location of `mark` in this file.
@@ -254,7 +204,7 @@ extension YAMLDocument {
 
     /// The location where `node` starts.
     func location(_ node: Node) -> SourceLocation {
-        SourceLocation(file: file, line: node.mark?.line ?? 1, column: node.mark?.column ?? 1)
+        SourceLocation(file: file, line: node.mark.line, column: node.mark.column)
     }
 
     /// Records a mistake at `node`.

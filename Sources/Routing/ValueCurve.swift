@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import MIDI
 
 /// A mapping of 7-bit values: an input range onto an output range (inverted when low > high),
@@ -46,7 +48,7 @@ public struct ValueCurve: Hashable, Sendable {
             let span = input.upperBound - input.lowerBound
             let clamped = Swift.min(Swift.max(value, input.lowerBound), input.upperBound)
             let position = span == 0 ? 1 : Double(clamped - input.lowerBound) / Double(span)
-            let shaped = exponent > 0 && exponent.isFinite ? Foundation.pow(position, exponent) : position
+            let shaped = exponent > 0 && exponent.isFinite ? Glibc.pow(position, exponent) : position
             raw = Double(outputLow) + shaped * Double(outputHigh - outputLow)
         }
         guard raw.isFinite else { return 0 }

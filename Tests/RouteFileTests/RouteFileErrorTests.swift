@@ -34,7 +34,7 @@ private func route(_ lines: String...) -> String {
         #expect(errors.description == "a.yaml:3:7: bad\na.yaml:3:7: bad")
     }
 
-    @Test func yamlSyntaxErrorUsesYamsPosition() {
+    @Test func yamlSyntaxErrorUsesLibyamlsPosition() {
         #expect(mistakes("routes:\n  - from: [a, b\n") == [
             "3:1: not valid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2)",
         ])
@@ -56,6 +56,40 @@ private func route(_ lines: String...) -> String {
         #expect(mistakes("endpoints:\n  song: { file: a.mid, loop: true, file: b.mid }\n") == [
             "2:36: key 'file' is already written at r.yaml:2:11 in the same mapping; keep one",
         ])
+    }
+
+    @Test func anAliasIsItsAnchoredValueAgain() {
+        #expect(mistakes("""
+            endpoints:
+              song: { file: song.mid }
+              tape: { record: tape.mid }
+            routes:
+              - { from: song, to: tape, only: &notes [note], velocity: &soft { fixed: 40 } }
+              - { from: song, to: tape, only: *notes, velocity: *soft, transpose: 1 }
+            """) == [])
+        #expect(mistakes("routes:\n  - from: *nowhere\n") == [
+            "2:11: not valid YAML: found undefined alias: a value starting with '*' is read as a YAML alias; quote it, "
+                + "such as alsa: \"*USB*\"",
+        ])
+    }
+
+    @Test func aFileThatExpandsOrNestsBeyondBoundIsRefused() {
+        // Each list repeats the one before ten times: 10^7 values once the aliases are repeated.
+        var laughs = "a: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
+        for level in 1...6 {
+            laughs += "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n"
+        }
+        #expect(mistakes(laughs) == [
+            "6:10: not valid YAML: more than 200000 values once its aliases are repeated",
+        ])
+        #expect(mistakes(String(repeating: "[", count: 100_000)) == ["1:201: not valid YAML: nested more than 200 deep"])
+    }
+
+    @Test func oneDocumentAndOnlyText() {
+        #expect(mistakes("routes: []\n---\nroutes: []\n") == [
+            "2:1: not valid YAML: but found another document (expected a single document in the stream at line 1)",
+        ])
+        #expect(mistakes("routes: []\n# \u{7}\n") == ["2:3: not readable as YAML text: control characters are not allowed"])
     }
 
     @Test func emptyFile() {

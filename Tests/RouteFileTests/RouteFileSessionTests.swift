@@ -328,11 +328,10 @@ import Testing
     }
 
     @Test func duplicatePlayoutPeerName() {
-        // Keys YAML reads as different types (a number and a text) are the same peer name.
+        // A key is its text: a number and the same number quoted are one peer name written twice.
         #expect(locatedMistakes("session:\n  playout:\n    5: timestamp\n    \"5\": immediate\n") == [
-            "r.yaml:4:5: peer name '5' is written twice in 'playout' (first at line 3); keep one",
+            "r.yaml:4:5: key '5' is already written at r.yaml:3:5 in the same mapping; keep one",
         ])
-        // Keys YAML itself sees as equal are reported as a YAML mistake.
         #expect(locatedMistakes("session:\n  playout:\n    Mike: timestamp\n    \"Mike\": immediate\n") == [
             "r.yaml:4:5: key 'Mike' is already written at r.yaml:3:5 in the same mapping; keep one",
         ])
