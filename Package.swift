@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Drums", targets: ["Drums"]),
         .library(name: "DrumKits", targets: ["DrumKits"]),
         .library(name: "Link", targets: ["Link"]),
+        .library(name: "JSON", targets: ["JSON"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,6 +48,8 @@ let package = Package(
         .systemLibrary(name: "CLibxml2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // Drum kits from disk: Hydrogen drumkits and sample folders (kit.yaml, read by RouteFile) into Drums' Kit.
         .target(name: "DrumKits", dependencies: ["Drums", "CSndfile", "CSamplerate", "CLibxml2"]),
+        // JSON without Foundation: values, their reader and writer, Codable to and from them. Stdlib only.
+        .target(name: "JSON"),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
@@ -70,14 +73,14 @@ let package = Package(
         .target(name: "Link", dependencies: ["CLink", "MIDI", "Jam"]),
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
-            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam", "Drums", "DrumKits", "Link",
+            "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam", "Drums", "DrumKits", "Link", "JSON",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         .executableTarget(name: "jambridge", dependencies: [
-            "JamBridge",
+            "JamBridge", "JSON", "RouteFile",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -93,7 +96,8 @@ let package = Package(
         .testTarget(name: "BonjourTests", dependencies: ["Bonjour"]),
         .testTarget(name: "ALSATests", dependencies: ["ALSA", "CALSA", "MIDI", "MIDITestSupport"]),
         .testTarget(name: "OSCTests", dependencies: ["OSC", "CLiblo", "MIDI", "Transport", "MIDITestSupport"]),
-        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "ALSA", "Jam", "JamBridge", "MIDITestSupport"]),
+        .testTarget(name: "JamBridgeTests", dependencies: ["MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "ALSA", "Jam", "JamBridge", "JSON", "MIDITestSupport"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         // Man pages and README: lint and consistency with the shipped files.
         .testTarget(name: "DocumentationTests"),
     ],

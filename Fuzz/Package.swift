@@ -38,7 +38,7 @@ let package = Package(
         ]),
         .executableTarget(name: "FuzzControlRequest", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "Jam", package: "jambridge"),
-            .product(name: "JamBridge", package: "jambridge"),
+            .product(name: "JamBridge", package: "jambridge"), .product(name: "JSON", package: "jambridge"),
         ]),
         .executableTarget(name: "FuzzOSCMapping", dependencies: [
             "FuzzSupport", .product(name: "MIDI", package: "jambridge"), .product(name: "RouteFile", package: "jambridge"),

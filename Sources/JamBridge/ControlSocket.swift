@@ -1,11 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import Jam
+import JSON
 import Logging
 import NIOCore
 import NIOPosix
+import RouteFile
 import Synchronization
 
 /// Where control sockets are: `run --control PATH` puts a daemon's where it says; otherwise it is
@@ -14,10 +15,10 @@ public enum ControlPath {
     /// The directory of daemons' sockets: `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`; the first, if it
     /// names several), else `/run/jambridge` for root, else `$XDG_RUNTIME_DIR/jambridge`, else `/tmp/jambridge-UID`.
     public static var directory: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first { return String(runtime) }
+        func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        if let runtime = environment("RUNTIME_DIRECTORY")?.split(separator: ":").first { return String(runtime) }
         if getuid() == 0 { return systemDirectory }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/jambridge" }
+        if let runtime = environment("XDG_RUNTIME_DIR"), !runtime.isEmpty { return runtime + "/jambridge" }
         return "/tmp/jambridge-\(getuid())"
     }
 
@@ -440,24 +441,24 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The request in a line of JSON, or nil if it is none.
     public init?(json: [UInt8]) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
-              let command = object["command"] as? String else { return nil }
+        guard let object = try? JSONValue(parsing: json), let command = object["command"]?.string else { return nil }
         switch command {
         case "start": self = .command(.jam(.start))
         case "stop": self = .command(.jam(.stop))
         case "status": self = .status
         case "reload": self = .reload
         case "tempo":
-            guard let bpm = object["bpm"] as? Double else { return nil }
+            guard let bpm = object["bpm"]?.double else { return nil }
             self = .command(.jam(.tempo(bpm)))
         case "drums-style":
-            guard let style = object["style"] as? String else { return nil }
+            guard let style = object["style"]?.string else { return nil }
             self = .command(.drums(.style(style)))
         case "drums-level":
-            guard let level = object["level"] as? Int else { return nil }
+            guard let level = object["level"]?.int else { return nil }
             self = .command(.drums(.level(level == 0 ? nil : level)))
         case "drums-mute":
-            guard let voices = object["voices"] as? [String], let on = object["on"] as? Bool else { return nil }
+            guard let items = object["voices"]?.array, case let voices = items.compactMap(\.string), voices.count == items.count,
+                  let on = object["on"]?.bool else { return nil }
             self = .command(.drums(.mute(voices, on)))
         default: return nil
         }
@@ -465,18 +466,20 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The request as a line of JSON (without the newline).
     public var json: [UInt8] {
-        let object: [String: Any]
-        switch self {
-        case .status: object = ["command": "status"]
-        case .reload: object = ["command": "reload"]
-        case .command(.jam(.start)): object = ["command": "start"]
-        case .command(.jam(.stop)): object = ["command": "stop"]
-        case .command(.jam(.tempo(let bpm))): object = ["command": "tempo", "bpm": bpm]
-        case .command(.drums(.style(let style))): object = ["command": "drums-style", "style": style]
-        case .command(.drums(.level(let level))): object = ["command": "drums-level", "level": level ?? 0]
-        case .command(.drums(.mute(let voices, let on))): object = ["command": "drums-mute", "voices": voices, "on": on]
+        func request(_ command: String, _ arguments: (key: String, value: JSONValue)...) -> [UInt8] {
+            Array(JSONValue.object([("command", .string(command))] + arguments).text().utf8)
         }
-        return Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+        switch self {
+        case .status: return request("status")
+        case .reload: return request("reload")
+        case .command(.jam(.start)): return request("start")
+        case .command(.jam(.stop)): return request("stop")
+        case .command(.jam(.tempo(let bpm))): return request("tempo", ("bpm", bpm.isFinite ? .number("\(bpm)") : .null))
+        case .command(.drums(.style(let style))): return request("drums-style", ("style", .string(style)))
+        case .command(.drums(.level(let level))): return request("drums-level", ("level", .number(String(level ?? 0))))
+        case .command(.drums(.mute(let voices, let on))):
+            return request("drums-mute", ("voices", .array(voices.map(JSONValue.string))), ("on", .bool(on)))
+        }
     }
 
     /// How long a client waits for the answer: a reload may stop and start parts (a session saying goodbye).
@@ -506,13 +509,13 @@ public struct ControlReply: Codable, Equatable, Sendable {
 
     /// The reply in a line of JSON, or nil if it is none.
     public init?(json: [UInt8]) {
-        guard let reply = try? JSONDecoder().decode(Self.self, from: Data(json)) else { return nil }
+        guard let reply = try? JSONReader().value(Self.self, from: json) else { return nil }
         self = reply
     }
 
     /// The reply as a line of JSON (without the newline).
     var line: [UInt8] {
-        Array((try? JSONEncoder.status().encode(self)) ?? Data(#"{"ok":false,"message":"the reply could not be encoded"}"#.utf8))
+        (try? JSONWriter.status().bytes(self)) ?? Array(#"{"message":"the reply could not be encoded","ok":false}"#.utf8)
     }
 }
 
@@ -547,7 +550,7 @@ public enum ControlClient {
             throw ControlClientError(message: "\(ControlDirectoryError(directory: directory, problem: problem))")
         }
         return ControlPath.searched.flatMap { directory in
-            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { file -> Daemon? in
+            FilePaths.entries(ofFolder: directory).compactMap { file -> Daemon? in
                 guard file.hasPrefix("control-"), file.hasSuffix(".sock"),
                       let pid = Int32(file.dropFirst("control-".count).dropLast(".sock".count)) else { return nil }
                 guard kill(pid, 0) == 0 || errno == EPERM else {

@@ -1,4 +1,4 @@
-import Foundation
+import JSON
 
 /// What a running daemon is doing, as its control socket answers `status`: `jambridge status --json` prints it,
 /// `jambridge status` shows it as `lines`, `jambridge peers` lists its session. Each part fills in its own object
@@ -300,15 +300,12 @@ extension CodingUserInfoKey {
     public static let withholdingNetworkIdentities = CodingUserInfoKey(rawValue: "jambridge.withholdingNetworkIdentities")!
 }
 
-extension JSONEncoder {
+extension JSONWriter {
     /// How the status is written as JSON everywhere (the control socket's replies, `jambridge status --json`, the
-    /// status page): keys sorted, slashes left as they are; `pretty` for people; `withholding` SSRCs and addresses
+    /// status page): keys sorted, slashes left as they are (`JSONValue.text`); `withholding` SSRCs and addresses
     /// (`NetworkIdentity`) for a status page beyond loopback.
-    public static func status(pretty: Bool = false, withholding: Bool = false) -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        encoder.userInfo[.withholdingNetworkIdentities] = withholding
-        return encoder
+    public static func status(withholding: Bool = false) -> JSONWriter {
+        JSONWriter(userInfo: [.withholdingNetworkIdentities: withholding])
     }
 }
 
@@ -328,8 +325,8 @@ extension DaemonStatus {
             lines.append("session '\(session.name)' on UDP port \(session.port): "
                          + (session.peers.isEmpty ? "no peers" : "\(counted(session.peers.count, "peer")) (\(session.peers.map { "'\($0.name)'" }.joined(separator: ", ")))"))
             for peer in session.peers {
-                let clock = peer.roundTripMs.map { "round trip \(String(format: "%.1f", $0)) ms" } ?? "not synced yet"
-                let offset = peer.clockOffsetMs.map { ", clock offset \(String(format: "%+.1f", $0)) ms" } ?? ""
+                let clock = peer.roundTripMs.map { "round trip \($0.decimal(1)) ms" } ?? "not synced yet"
+                let offset = peer.clockOffsetMs.map { ", clock offset \($0.decimal(1, signed: true)) ms" } ?? ""
                 lines.append("  peer '\(peer.name)' at \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us")): \(clock)\(offset), \(counted(peer.journalRepairs, "journal repair"))")
             }
             for invitation in session.invitations { lines.append("  " + invitation.line) }
@@ -337,7 +334,7 @@ extension DaemonStatus {
         for (name, osc) in self.osc.sorted(by: { $0.key < $1.key }) {
             lines.append("\(name): OSC on \(osc.listen)")
             for controller in osc.controllers {
-                lines.append("  controller \(controller.address), heard \(String(format: "%.1f", controller.heardSecondsAgo)) s ago")
+                lines.append("  controller \(controller.address), heard \(controller.heardSecondsAgo.decimal(1)) s ago")
             }
         }
         for (name, song) in songs.sorted(by: { $0.key < $1.key }) { lines.append("\(name): playing \(song.path)\(song.loop ? " (looped)" : "")") }

@@ -1,7 +1,8 @@
 import Dispatch
-import Foundation
 import Logging
 import MIDI
+import Synchronization
+import Transport
 
 /// A Standard MIDI File played in time as a source (`file:`), optionally looped: a backing track.
 ///
@@ -16,9 +17,9 @@ public final class MIDIFilePlayer: SourceEndpoint, @unchecked Sendable {
     private let logger: Logger
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var stopping = false
-    private var thread: Thread?
+    private let stopping = Mutex(false)
+    /// True while the song's thread runs.
+    private var playing = false
 
     /// A player of `song`; loops if `loop`.
     public init(name: String, song: TimedSong, loop: Bool, logger: Logger) {
@@ -29,23 +30,24 @@ public final class MIDIFilePlayer: SourceEndpoint, @unchecked Sendable {
     }
 
     public func start(id: EndpointID, sink: EventSink) {
-        let thread = Thread { [self] in play(id: id, sink: sink) }
-        thread.name = "jambridge file \(name)"
-        thread.qualityOfService = .userInteractive
-        self.thread = thread
-        logger.info("playing \(name): \(song.entries.count) events, \(Double(song.duration) / 1e9) s\(loop ? ", looped" : "")")
-        thread.start()
+        switch startThread({ [self] in play(id: id, sink: sink) }) {
+        case .success:
+            playing = true
+            logger.info("playing \(name): \(song.entries.count) events, \(Double(song.duration) / 1e9) s\(loop ? ", looped" : "")")
+        case .failure(let error):
+            logger.error("cannot play \(name): \(error)")
+        }
     }
 
     public func stop() {
-        guard thread != nil else { return }
-        lock.withLock { stopping = true }
+        guard playing else { return }
+        stopping.withLock { $0 = true }
         wake.signal()
         finished.wait()
-        thread = nil
+        playing = false
     }
 
-    private var isStopping: Bool { lock.withLock { stopping } }
+    private var isStopping: Bool { stopping.withLock { $0 } }
 
     /// Sleeps until `deadline`; false if asked to stop meanwhile.
     private func sleep(until deadline: MonotonicInstant) -> Bool {

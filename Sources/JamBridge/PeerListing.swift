@@ -1,6 +1,8 @@
 import Bonjour
 import Dispatch
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `jambridge peers` prints: RTP-MIDI sessions announced on the network (Bonjour) and
 /// the sessions of jambridge processes on this machine with their connected peers (asked through their control
@@ -10,7 +12,7 @@ public enum PeerListing {
     /// Problems (no avahi daemon) come back as warnings; the rest is still listed.
     public static func report(browseSeconds seconds: Double) -> (text: String, warnings: [String]) {
         var warnings: [String] = []
-        var text = "# sessions announced on the network (Bonjour, \(seconds.formatted()) s)\n"
+        var text = "# sessions announced on the network (Bonjour, \(seconds.secondsText) s)\n"
         switch browse(seconds: seconds) {
         case .success(let services) where services.isEmpty:
             text += "# none\n"
@@ -40,7 +42,7 @@ public enum PeerListing {
         for (pid, session) in sessions {
             text += "\(quoted(session.name))\tport \(session.port)\tpid \(pid)\t\(session.peers.count) connected\n"
             for peer in session.peers {
-                let roundTrip = peer.roundTripMs.map { "round trip \(String(format: "%.1f", $0)) ms" } ?? "not synced yet"
+                let roundTrip = peer.roundTripMs.map { "round trip \($0.decimal(1)) ms" } ?? "not synced yet"
                 text += "  peer \(quoted(peer.name))\t\(peer.address)\t\(roundTrip)\t\(peer.weInvited ? "we invited it" : "it invited us")\n"
             }
         }
@@ -57,14 +59,14 @@ public enum PeerListing {
         } catch {
             return .failure(error)
         }
-        Thread.sleep(forTimeInterval: seconds)
+        usleep(UInt32(seconds * 1_000_000))  // --browse is 0 to 60 s
         queue.sync { browser.cancel() }
         return .success(queue.sync { found.services.values.sorted { $0.name < $1.name } })
     }
 
     /// A name in double quotes, as a route file's `invite:` or `peer:` takes it.
     private static func quoted(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        "\"" + name.flatMap { $0 == "\\" || $0 == "\"" ? ["\\", $0] : [$0] } + "\""
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import JSON
 import Logging
 import MIDI
 import NIOCore
@@ -457,7 +457,7 @@ final class StatusStreams: @unchecked Sendable {
 
     /// The page's JSON of `status`, `withholding` SSRCs and addresses for a client beyond loopback.
     func state(_ status: DaemonStatus, withholding: Bool) -> [UInt8] {
-        Array((try? JSONEncoder.status(withholding: withholding).encode(StatusPageState(control: control, status: status))) ?? Data())
+        (try? JSONWriter.status(withholding: withholding).bytes(StatusPageState(control: control, status: status))) ?? []
     }
 
     /// Sends every page that takes events the status, once it is made; drops those that have taken none for

@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// Paths as route files name them, worked out as text (nothing is looked up on disk): made absolute against the
-/// current directory, with `.`, `..` and repeated slashes taken out.
+/// Paths as route files name them, worked out as text (nothing is looked up on disk but the current directory):
+/// made absolute against the current directory, with `.`, `..` and repeated slashes taken out; and a folder's names.
 public enum FilePaths {
     /// `path` made absolute (against the current directory if relative) and standardized.
     public static func absolute(_ path: String) -> String {
@@ -42,7 +42,19 @@ public enum FilePaths {
         return "/" + parts.joined(separator: "/")
     }
 
-    private static func currentDirectory() -> String {
+    /// The names in `folder` but `.` and `..` (none if it cannot be read).
+    public static func entries(ofFolder folder: String) -> [String] {
+        guard let stream = opendir(folder) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public static func currentDirectory() -> String {
         guard let directory = getcwd(nil, 0) else { return "/" }
         defer { free(directory) }
         return String(cString: directory)

@@ -1,6 +1,9 @@
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import JamBridge
+import RouteFile
 
 /// Which running daemon a control command goes to: `--control`'s socket, the daemon `--pid` names, the one `--daemon`
 /// names (by process ID, a route file it runs or its session's name), or the only one running. A daemon still starting
@@ -32,8 +35,8 @@ struct DaemonOptions: ParsableArguments {
 
     /// The socket of the daemon to talk to; waits up to `startingWait` for one that is starting.
     func socket() throws(DaemonChoiceError) -> String {
-        let start = Date()
-        let deadline = start.addingTimeInterval(Self.startingWait)
+        let start = ContinuousClock.now
+        let deadline = start + .seconds(Self.startingWait)
         while true {
             let error: DaemonChoiceError
             do {
@@ -44,20 +47,20 @@ struct DaemonOptions: ParsableArguments {
             let starting = StartingDaemon.all(for: self)
             // None starting for `forkedWait`: none was, or the one starting opened its socket since `choose` looked; a
             // second look tells.
-            if starting.isEmpty, Date() >= start.addingTimeInterval(Self.forkedWait) { return try choose() }
-            guard Date() < deadline else {
+            if starting.isEmpty, ContinuousClock.now >= start + .seconds(Self.forkedWait) { return try choose() }
+            guard ContinuousClock.now < deadline else {
                 let pids = starting.map { String($0) }.joined(separator: ", ")
                 throw DaemonChoiceError("\(error.message); jambridge run (process \(pids)) has not opened its control socket within "
                                         + "\(Int(Self.startingWait)) s", notRunning: true)
             }
-            Thread.sleep(forTimeInterval: 0.1)
+            usleep(100_000)
         }
     }
 
     /// The socket of the daemon these options name, or why there is none or no single one.
     private func choose() throws(DaemonChoiceError) -> String {
         if let control {
-            guard FileManager.default.fileExists(atPath: control) else {
+            guard access(control, F_OK) == 0 else {
                 throw DaemonChoiceError("no jambridge listens at \(control)", notRunning: true)
             }
             return control
@@ -154,12 +157,19 @@ private struct Described {
     func isNamed(_ name: String) -> Bool {
         guard let status else { return false }
         if status.session?.name == name { return true }
-        let mine = canonical(name, from: FileManager.default.currentDirectoryPath)
-        let directory = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/cwd")
+        let mine = canonical(name, from: FilePaths.currentDirectory())
+        let directory = Self.link("/proc/\(daemon.pid)/cwd")
         return status.routeFiles.contains { file in
-            file == name || (!name.contains("/") && (file as NSString).lastPathComponent == name)
+            file == name || (!name.contains("/") && FilePaths.name(of: file) == name)
                 || (mine != nil && directory.flatMap { canonical(file, from: $0) } == mine)
         }
+    }
+
+    /// Where the symbolic link at `path` points, or nil if it cannot be read.
+    private static func link(_ path: String) -> String? {
+        var target = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let count = target.withUnsafeMutableBytes { readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+        return count > 0 ? String(decoding: target[..<count], as: UTF8.self) : nil
     }
 
     /// `path` (from `directory` if relative) with its links resolved, or nil if there is no such file.
@@ -178,12 +188,12 @@ private enum StartingDaemon {
     static func all(for options: DaemonOptions) -> [Int32] {
         let running = Set(((try? ControlClient.daemons()) ?? []).map(\.pid))
         let wanted = options.pid ?? options.which.flatMap { Int32($0) }
-        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        let processes = FilePaths.entries(ofFolder: "/proc")
         return processes.compactMap { Int32($0) }.filter { pid in
             guard pid != getpid(), !running.contains(pid), wanted == nil || wanted == pid,
-                  let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+                  let data = try? RegularFile.contents(atPath: "/proc/\(pid)/cmdline", limit: 1 << 16) else { return false }
             let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard arguments.count >= 2, (arguments[0] as NSString).lastPathComponent == "jambridge", arguments[1] == "run" else { return false }
+            guard arguments.count >= 2, FilePaths.name(of: arguments[0]) == "jambridge", arguments[1] == "run" else { return false }
             return arguments.contains("--control") == (options.control != nil)
         }.sorted()
     }

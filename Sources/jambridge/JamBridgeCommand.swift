@@ -1,8 +1,12 @@
 import ArgumentParser
+import Dispatch
 import DrumKits
 import Drums
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import JamBridge
+import JSON
 import Logging
 import RouteFile
 
@@ -224,7 +228,7 @@ struct Status: ParsableCommand {
         let interrupted = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         interrupted.setEventHandler {
             FileHandleOutput.standardOutput("\n")
-            Foundation.exit(0)
+            Glibc.exit(0)
         }
         interrupted.resume()
         let terminal = isatty(STDOUT_FILENO) == 1
@@ -242,7 +246,7 @@ struct Status: ParsableCommand {
                 frame = "\u{1B}[H" + frame.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\u{1B}[K\n") + "\u{1B}[K\u{1B}[J"
             }
             FileHandleOutput.standardOutput(frame + (json ? "\n" : terminal ? "" : "\n\n"))
-            Thread.sleep(forTimeInterval: 1)
+            sleep(1)
         }
     }
 
@@ -250,7 +254,7 @@ struct Status: ParsableCommand {
     private func text(_ reply: ControlReply, pretty: Bool) -> String {
         guard let status = reply.status else { return reply.message }
         guard json else { return ([reply.message] + status.lines).joined(separator: "\n") }
-        return String(decoding: (try? JSONEncoder.status(pretty: pretty).encode(status)) ?? Data(), as: UTF8.self)
+        return String(decoding: (try? JSONWriter.status().bytes(status, pretty: pretty)) ?? [], as: UTF8.self)
     }
 }
 
@@ -323,7 +327,7 @@ struct Drums: ParsableCommand {
 
     /// `path` made absolute against the working directory, for the daemon, which runs elsewhere.
     private func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        path.hasPrefix("/") ? path : FilePaths.currentDirectory() + "/" + path
     }
 }
 
@@ -386,8 +390,8 @@ struct Render: ParsableCommand {
         var levels: [Int: Int] = [:]
         for hit in result.hits { levels[hit.bar] = hit.level }
         let shown = (0..<bars).map { levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
-        print("\(out) (\(format.name) WAV, 48 kHz stereo): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(String(format: "%.1f", seconds)) s, "
-              + "\(result.hits.count) hits (\(String(format: "%.0f", seconds / max(took, 1e-6)))x real time); levels by bar: \(shown)")
+        print("\(out) (\(format.name) WAV, 48 kHz stereo): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(seconds.decimal(1)) s, "
+              + "\(result.hits.count) hits (\((seconds / max(took, 1e-6)).decimal(0))x real time); levels by bar: \(shown)")
     }
 }
 

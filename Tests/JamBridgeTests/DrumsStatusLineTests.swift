@@ -1,5 +1,5 @@
-import Foundation
 @testable import JamBridge
+import JSON
 import Testing
 
 /// The drums' line of `jambridge status` says plainly which style plays and which comes next (issue 33, item 10).
@@ -18,7 +18,7 @@ import Testing
         #expect(drums(style: "funk", declared: "rock", next: "rock").line
                 == "drums: funk, rock from the next bar, level 2 of 5 (following the activity), bar 3 beat 1")
         // In the JSON, nextStyle is there only while a change waits.
-        let json = { (drums: DaemonStatus.Drums) in String(decoding: try JSONEncoder.status().encode(drums), as: UTF8.self) }
+        let json = { (drums: DaemonStatus.Drums) in String(decoding: try JSONWriter.status().bytes(drums), as: UTF8.self) }
         #expect(try json(drums(style: "rock", declared: "rock", next: "funk")).contains(#""nextStyle":"funk""#))
         #expect(try !json(drums(style: "rock", declared: "rock")).contains("nextStyle"))
     }

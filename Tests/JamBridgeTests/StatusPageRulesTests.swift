@@ -1,5 +1,6 @@
 import Foundation
 @testable import JamBridge
+import JSON
 import MIDI
 import RouteFile
 import Testing
@@ -66,13 +67,15 @@ import Transport
                                                targets: ["192.168.1.40:9001"])
         status.jam = DaemonStatus.Jam(role: "follower", master: "mac", masterSSRC: 0x1234_5678, tempo: 120, songBeat: 1, total: 0, totalFromMaster: true,
                                       players: [], refused: 0)
-        let shown = String(decoding: try JSONEncoder.status().encode(status), as: UTF8.self)
-        let withheld = String(decoding: try JSONEncoder.status(withholding: true).encode(status), as: UTF8.self)
+        let shown = String(decoding: try JSONWriter.status().bytes(status), as: UTF8.self)
+        let withheld = String(decoding: try JSONWriter.status(withholding: true).bytes(status), as: UTF8.self)
         for identity in ["\(0xDEAD_BEEF as UInt32)", "\(0x1234_5678 as UInt32)", "192.168.1.30", "192.168.1.40"] {
             #expect(shown.contains(identity) && !withheld.contains(identity), "\(identity)")
         }
         #expect(withheld.contains(#""masterSSRC":null"#) && withheld.contains(#""targets":null"#) && withheld.contains(#""name":"mac""#))
+        // Read back by Foundation's decoder (what a script's JSON library sees) and by jambridge's own.
         #expect(try JSONDecoder().decode(DaemonStatus.self, from: Data(shown.utf8)) == status)
+        #expect(try JSONReader().value(DaemonStatus.self, from: Array(shown.utf8)) == status)
         let read = try JSONDecoder().decode(DaemonStatus.self, from: Data(withheld.utf8))
         #expect(read.session?.ssrc == 0 && read.session?.peers.first?.address == "" && read.jam?.masterSSRC == nil && read.osc["phone"]?.targets == [])
         #expect(read.session?.peers.first?.name == "mac" && read.jam?.master == "mac")

@@ -1,16 +1,21 @@
 // Random lines sent to the control socket never crash the daemon's reading of them: a line that is a request
 // (`{"command": "tempo", "bpm": 128}` and the rest, see ControlRequest) is carried out by a jam (a JamConductor, the
 // pure core the socket's start, stop and tempo drive) whose deadlines then run, and a request with finite numbers
-// written back as JSON reads as the same request.
+// written back as JSON reads as the same request. Any JSON value read is written back as text that reads as the same.
 // FUZZ_TRACE=1 prints each request, to read a reproducer.
 import FuzzSupport
 import Jam
 import JamBridge
+import JSON
 import MIDI
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let line = Array(UnsafeRawBufferPointer(start: data, count: size))
+    if let value = try? JSONValue(parsing: line) {
+        let text = value.text()
+        precondition((try? JSONValue(parsing: Array(text.utf8)))?.text() == text, "\(value) wrote \(text), which reads otherwise")
+    }
     guard let request = ControlRequest(json: line) else { return 0 }
     trace("\(request)")
     if case .command(.jam(let command)) = request {
