@@ -79,8 +79,10 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
+        // prctl(2), which Glibc's module does not make callable (libc's, no package).
+        .systemLibrary(name: "CLinux"),
         .executableTarget(name: "jambridge", dependencies: [
-            "JamBridge", "JSON", "RouteFile",
+            "JamBridge", "JSON", "RouteFile", "CLinux",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

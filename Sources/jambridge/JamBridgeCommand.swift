@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import Dispatch
 import DrumKits
 import Drums
@@ -104,6 +105,10 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let logger = global.bootstrapLogging()
+        // Before any thread starts: 2 MB huge pages would only inflate a daemon whose memory is a few MB.
+        if jambridge_disable_transparent_huge_pages() != 0 {
+            logger.debug("transparent huge pages stay on: \(String(cString: strerror(errno)))")
+        }
         let daemon = JamBridgeDaemon(options: .init(files: routes, monitor: monitor, stopAfter: stopAfter, control: control), logger: logger)
         do {
             _ = try daemon.run()

@@ -240,6 +240,16 @@ func daemonStatus(_ pid: Int32? = nil, control: String? = nil) throws -> DaemonS
         return (daemon, control, file)
     }
 
+    /// `jambridge run` turns transparent huge pages off for itself (issue 34): where the system has them "always", the
+    /// first touch of a thread's stack or arena took 2 MB at once, as much again as the rest of its anonymous memory.
+    @Test func theDaemonTakesNoTransparentHugePages() throws {
+        let (daemon, _, _) = try jamWithSocket(stopAfter: 30)
+        let status = try String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)
+        #expect(status.contains("THP_enabled:\t0\n"), "\(status)")
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
+    }
+
     /// A flood of starts and stops on the socket (or the status page's POSTs, which take the same path): a few a
     /// second are carried out, the rest refused for the rate and logged now and then, not a line each.
     @Test func aFloodOfStartsAndStopsIsRefusedBeyondTheRateWithFewLogLines() throws {
