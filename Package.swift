@@ -49,8 +49,10 @@ let package = Package(
         .target(name: "DrumKits", dependencies: ["Drums", "CSndfile", "CSamplerate", "CLibxml2"]),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
+        // timerfd(2): the session's timer, read by the thread that reads its ports (libc's, no package).
+        .systemLibrary(name: "CTimerFD"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
-        .target(name: "RTPMIDI", dependencies: ["MIDI", "Transport"]),
+        .target(name: "RTPMIDI", dependencies: ["MIDI", "Transport", "CTimerFD"]),
         // libasound's sequencer API with one-line C functions for its macros (Debian libasound2-dev).
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // ALSA sequencer client: ports, connections, hot-plug announcements, events <-> MIDI.
