@@ -8,7 +8,7 @@
 #              hw:0,1's output side -> rtpmidid (its ini's connect_to: 127.0.0.1, the probe) -> RTP-MIDI to the probe
 # Benchmarks/alsa-rtp-latency/probe.py writes the notes, is the RTP-MIDI peer (it invites jambridge's session; the
 # relay sends to the same data port) and times each note from just before write() to the kernel's stamp of its
-# arrival; it prints n, p50/p90/p99 per path, the ratios, and the RSS of jambridge and the relay while running.
+# arrival; it prints n, p50/p90/p99 per path, the ratios, the RSS and CPU time of each process while running.
 # The VM emulates the CPU, so absolute times are slow: compare the paths.
 #   Benchmarks/alsa-rtp-latency.sh [SAMPLES] [static]   (default 300 per path; static: jambridge built
 #                                                        --static-swift-stdlib, as scripts/run.sh builds it)

@@ -22,7 +22,8 @@ from its IN). With --rtpmidid ADDRESS (rtpmidid's sequencer port that connects t
 ini), the probe, once listening, subscribes that port to 'Virtual Raw MIDI 0-1' (aconnect), which makes rtpmidid
 invite it; it accepts (OK on both ports), answers rtpmidid's CK and sends it RS every second as it does jambridge.
 It prints each path's n, p50, p90, p99 (µs), the ratios of jambridge to the others, and VmRSS and RssAnon of the
-processes named with --pid, read at the end of the samples while they still run.
+processes named with --pid, read at the end of the samples while they still run, with the CPU time (user and
+system, all threads) each used from the first note (warm-up included) to the last.
 """
 import argparse
 import fcntl
@@ -241,6 +242,13 @@ class Probe:
         self.control.sendto(self.handshake(BY), ("127.0.0.1", self.session_port))
 
 
+def cpu_seconds(pid):
+    """User and system CPU time process PID has used, in seconds (all its threads)."""
+    with open("/proc/%d/stat" % pid) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
 def memory(pid):
     """VmRSS and RssAnon of process PID, in kB."""
     with open("/proc/%d/status" % pid) as status:
@@ -263,6 +271,8 @@ def main():
     probe.invite()
     if args.rtpmidid:
         probe.await_rtpmidid(args.rtpmidid)
+    pids = {name: int(pid) for name, pid in (entry.split("=") for entry in args.pid)}
+    cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
     latencies = {name: [] for name, _ in paths}
     lost = {name: 0 for name, _ in paths}
     next_at = mono()
@@ -279,7 +289,8 @@ def main():
         probe.housekeeping()
         next_at = max(next_at + PERIOD_NS, mono())  # a step that overran delays the next, no burst to catch up
         time.sleep(max(0, next_at - mono()) / 1e9)
-    rss = {name: memory(int(pid)) for name, pid in (entry.split("=") for entry in args.pid)}
+    rss = {name: memory(pid) for name, pid in pids.items()}
+    cpu = {name: cpu_seconds(pid) - cpu[name] for name, pid in pids.items()}
     probe.leave()
 
     def pick(values, q):
@@ -298,7 +309,8 @@ def main():
         print("jambridge/%s: p50 %.1fx, p99 %.1fx" % (other, figures["jambridge"][0.5] / figures[other][0.5],
                                                       figures["jambridge"][0.99] / figures[other][0.99]))
     for name, (vm_rss, rss_anon) in rss.items():
-        print("%s while running: VmRSS %d kB, RssAnon %d kB" % (name, vm_rss, rss_anon))
+        print("%s while running: VmRSS %d kB, RssAnon %d kB, CPU %.2f s over the notes" % (name, vm_rss, rss_anon,
+                                                                                           cpu[name]))
 
 
 if __name__ == "__main__":
