@@ -52,8 +52,11 @@ let package = Package(
         .target(name: "JSON"),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
+        // Linux calls Glibc's module leaves out (timerfd(2): the session's timer, read by the thread that reads its
+        // ports) or Swift cannot make (prctl(2) is variadic). libc's, no package.
+        .systemLibrary(name: "CLinux"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
-        .target(name: "RTPMIDI", dependencies: ["MIDI", "Transport"]),
+        .target(name: "RTPMIDI", dependencies: ["MIDI", "Transport", "CLinux"]),
         // libasound's sequencer API with one-line C functions for its macros (Debian libasound2-dev).
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // ALSA sequencer client: ports, connections, hot-plug announcements, events <-> MIDI.
@@ -79,8 +82,6 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
-        // prctl(2), which Glibc's module does not make callable (libc's, no package).
-        .systemLibrary(name: "CLinux"),
         // Linked by the toolchain's lld with the relative relocations packed (DT_RELR) and none of its own symbols
         // exported (the static standard library's link exports them all): what the loader reads and writes at start
         // was 3 MB of the binary's resident memory (issue 34). Still position-independent.

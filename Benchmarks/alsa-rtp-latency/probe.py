@@ -7,6 +7,8 @@ one note-on every 20 ms, and times each to where it comes out:
   kernel     written into hw:0,0, routed by the kernel (aconnect 0-0 -> 0-1), read back from hw:0,1
   jambridge  written into hw:0,2, jambridge's ALSA endpoint routed to its session, RTP-MIDI to this peer
   relay      written into hw:0,3, relay.c (one RTP-MIDI datagram per sequencer event) to this peer
+  rtpmidid   (with --rtpmidid) written into hw:0,1 (its output side: the kernel path reads only its input),
+             rtpmidid's ALSA port for this peer subscribed to it, RTP-MIDI to this peer
 
 Latency = the kernel's stamp of the arrival minus CLOCK_MONOTONIC read just before write(): for RTP-MIDI the UDP
 socket's receive stamp (SO_TIMESTAMPNS, CLOCK_REALTIME, moved onto CLOCK_MONOTONIC), for the kernel path the
@@ -15,9 +17,13 @@ of this process is counted. After each note-on has arrived, its note-off is writ
 that no path collects held notes (and jambridge's recovery journal stays as small as a player's).
 
 The peer invites jambridge's session on 127.0.0.1 (AppleMIDI IN on both ports), keeps it with CK every 2 s and RS
-every second, and tells the RTP-MIDI senders apart by SSRC (jambridge's from its OK, the relay's fixed). It prints
-each path's n, p50, p90, p99 (µs), the ratios of jambridge to the relay and to the kernel, and VmRSS and RssAnon of
-the processes named with --pid, read at the end of the samples while they still run.
+every second, and tells the RTP-MIDI senders apart by SSRC (jambridge's from its OK, the relay's fixed, rtpmidid's
+from its IN). With --rtpmidid ADDRESS (rtpmidid's sequencer port that connects to this peer, `connect_to` in its
+ini), the probe, once listening, subscribes that port to 'Virtual Raw MIDI 0-1' (aconnect), which makes rtpmidid
+invite it; it accepts (OK on both ports), answers rtpmidid's CK and sends it RS every second as it does jambridge.
+It prints each path's n, p50, p90, p99 (µs), the ratios of jambridge to the others, and VmRSS and RssAnon of the
+processes named with --pid, read at the end of the samples while they still run, with the CPU time (user and
+system, all threads) each used from the first note (warm-up included) to the last.
 """
 import argparse
 import fcntl
@@ -26,6 +32,7 @@ import random
 import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -40,6 +47,7 @@ RAWMIDI_IOCTL_PARAMS = (3 << 30) | (48 << 16) | (ord("W") << 8) | 0x10  # 48 byt
 RAWMIDI_STREAM_INPUT, FRAMING_TSTAMP, CLOCK_MONOTONIC_STAMPS = 1, 1 << 0, 2 << 3
 FRAME = struct.Struct("<BB2xIQ16s")  # struct snd_rawmidi_framing_tstamp
 PATHS = (("kernel", 0), ("jambridge", 2), ("relay", 3))  # name, the virmidi device written into
+RTPMIDID_PATH = ("rtpmidid", 1)  # with --rtpmidid
 PERIOD_NS = 20_000_000
 TIMEOUT_S = 2.0
 
@@ -89,7 +97,7 @@ def first_command(datagram):
 
 
 class Probe:
-    def __init__(self, session_port, peer_port):
+    def __init__(self, session_port, peer_port, paths):
         self.session_port = session_port
         self.control = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.control.bind(("127.0.0.1", peer_port))
@@ -97,8 +105,11 @@ class Probe:
         self.data.bind(("127.0.0.1", peer_port + 1))
         self.data.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.token, self.ssrc = random.randint(1, 2 ** 32 - 1), random.randint(1, 2 ** 32 - 1)
-        self.jambridge_ssrc, self.last_sequence = None, None
-        self.outputs = {device: os.open("/dev/snd/midiC0D%d" % device, os.O_WRONLY) for _, device in PATHS}
+        self.jambridge_ssrc = None
+        # rtpmidid's SSRC (from its IN) and control address, once it has invited us
+        self.rtpmidid_ssrc, self.rtpmidid_control, self.rtpmidid_joined = None, None, False
+        self.last_sequence = {}  # by SSRC: the last RTP sequence number received, for RS
+        self.outputs = {device: os.open("/dev/snd/midiC0D%d" % device, os.O_WRONLY) for _, device in paths}
         self.kernel_input = stamped_rawmidi_input(1)
         self.offset = realtime_offset()
         self.next_sync = self.next_feedback = 0
@@ -128,9 +139,29 @@ class Probe:
                     break
             sock.setblocking(False)
 
-    def send_ck(self, count, ts1, ts2, ts3):
+    def await_rtpmidid(self, address, seconds=60):
+        """Subscribes rtpmidid's port ADDRESS to hw:0,1's sequencer port, which makes rtpmidid invite this peer, and
+        waits until it has joined both ports."""
+        subprocess.run(["aconnect", "Virtual Raw MIDI 0-1", address], check=True)
+        deadline = time.monotonic() + seconds
+        while not self.rtpmidid_joined:
+            if time.monotonic() > deadline:
+                sys.exit("probe: rtpmidid did not invite this peer on both ports")
+            self.arrivals(0.5)
+
+    def accept(self, sock, datagram, sender):
+        """Answers an invitation (rtpmidid's) with OK, and keeps the inviter's SSRC."""
+        token, ssrc = struct.unpack(">II", datagram[8:16])
+        sock.sendto(struct.pack(">H2sIII", 0xFFFF, OK, 2, token, self.ssrc) + b"probe\0", sender)
+        self.rtpmidid_ssrc = ssrc
+        if sock is self.control:
+            self.rtpmidid_control = sender
+        else:
+            self.rtpmidid_joined = True
+
+    def send_ck(self, count, ts1, ts2, ts3, to=None):
         packet = struct.pack(">H2sIB3xQQQ", 0xFFFF, b"CK", self.ssrc, count, ts1, ts2, ts3)
-        self.data.sendto(packet, ("127.0.0.1", self.session_port + 1))
+        self.data.sendto(packet, to or ("127.0.0.1", self.session_port + 1))
 
     def housekeeping(self):
         """CK every 2 s (jambridge drops an inviter that stops syncing), RS every second (its journal shrinks)."""
@@ -139,9 +170,12 @@ class Probe:
             self.offset = realtime_offset()
             self.send_ck(0, now // TICK_NS, 0, 0)
             self.next_sync = now + 2_000_000_000
-        if now >= self.next_feedback and self.last_sequence is not None:
-            packet = struct.pack(">H2sIHH", 0xFFFF, b"RS", self.ssrc, self.last_sequence, 0)
-            self.control.sendto(packet, ("127.0.0.1", self.session_port))
+        if now >= self.next_feedback:
+            for ssrc, control in ((self.jambridge_ssrc, ("127.0.0.1", self.session_port)),
+                                  (self.rtpmidid_ssrc, self.rtpmidid_control)):
+                if ssrc in self.last_sequence and control is not None:
+                    packet = struct.pack(">H2sIHH", 0xFFFF, b"RS", self.ssrc, self.last_sequence[ssrc], 0)
+                    self.control.sendto(packet, control)
             self.next_feedback = now + 1_000_000_000
 
     def arrivals(self, timeout):
@@ -157,11 +191,13 @@ class Probe:
                 for i in range(0, length - 2, 3):  # note-ons and note-offs only are played
                     found.append(("kernel", *payload[i:i + 3], seconds * 1_000_000_000 + nanoseconds))
         if self.control in ready:
-            self.control.recv(2048)  # nothing to answer there once joined
+            datagram, sender = self.control.recvfrom(2048)  # nothing else to answer there once joined
+            if datagram[:4] == b"\xff\xff" + IN and len(datagram) >= 16:
+                self.accept(self.control, datagram, sender)
         if self.data in ready:
             while True:
                 try:
-                    datagram, ancillary, _, _ = self.data.recvmsg(2048, 256)
+                    datagram, ancillary, _, sender = self.data.recvmsg(2048, 256)
                 except BlockingIOError:
                     break
                 stamp = None
@@ -169,17 +205,19 @@ class Probe:
                     if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
                         seconds, nanoseconds = struct.unpack("qq", value[:16])
                         stamp = seconds * 1_000_000_000 + nanoseconds - self.offset
-                if datagram[:4] == b"\xff\xffCK" and len(datagram) >= 36:
+                if datagram[:4] == b"\xff\xff" + IN and len(datagram) >= 16:
+                    self.accept(self.data, datagram, sender)
+                elif datagram[:4] == b"\xff\xffCK" and len(datagram) >= 36:
                     count, (ts1, ts2, _) = datagram[8], struct.unpack(">QQQ", datagram[12:36])
                     if count == 0:
-                        self.send_ck(1, ts1, mono() // TICK_NS, 0)
+                        self.send_ck(1, ts1, mono() // TICK_NS, 0, sender)
                     elif count == 1:
-                        self.send_ck(2, ts1, ts2, mono() // TICK_NS)
+                        self.send_ck(2, ts1, ts2, mono() // TICK_NS, sender)
                 elif len(datagram) >= 13 and datagram[0] & 0xC0 == 0x80:
                     ssrc = struct.unpack(">I", datagram[8:12])[0]
-                    path = {self.jambridge_ssrc: "jambridge", RELAY_SSRC: "relay"}.get(ssrc)
-                    if ssrc == self.jambridge_ssrc:
-                        self.last_sequence = struct.unpack(">H", datagram[2:4])[0]
+                    path = {self.jambridge_ssrc: "jambridge", RELAY_SSRC: "relay", self.rtpmidid_ssrc: "rtpmidid"}.get(ssrc)
+                    if ssrc in (self.jambridge_ssrc, self.rtpmidid_ssrc):
+                        self.last_sequence[ssrc] = struct.unpack(">H", datagram[2:4])[0]
                     command = first_command(datagram)
                     if path and command and stamp is not None:
                         found.append((path, *command, stamp))
@@ -204,6 +242,13 @@ class Probe:
         self.control.sendto(self.handshake(BY), ("127.0.0.1", self.session_port))
 
 
+def cpu_seconds(pid):
+    """User and system CPU time process PID has used, in seconds (all its threads)."""
+    with open("/proc/%d/stat" % pid) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
 def memory(pid):
     """VmRSS and RssAnon of process PID, in kB."""
     with open("/proc/%d/status" % pid) as status:
@@ -218,18 +263,24 @@ def main():
     parser.add_argument("--session-port", type=int, required=True, help="jambridge's session (control) port")
     parser.add_argument("--peer-port", type=int, required=True, help="this peer's control port (data: the next)")
     parser.add_argument("--pid", action="append", default=[], metavar="NAME=PID", help="a process to read RSS of")
+    parser.add_argument("--rtpmidid", metavar="CLIENT:PORT", help="rtpmidid's sequencer port connecting to this peer")
     args = parser.parse_args()
 
-    probe = Probe(args.session_port, args.peer_port)
+    paths = PATHS + ((RTPMIDID_PATH,) if args.rtpmidid else ())
+    probe = Probe(args.session_port, args.peer_port, paths)
     probe.invite()
-    latencies = {name: [] for name, _ in PATHS}
-    lost = {name: 0 for name, _ in PATHS}
+    if args.rtpmidid:
+        probe.await_rtpmidid(args.rtpmidid)
+    pids = {name: int(pid) for name, pid in (entry.split("=") for entry in args.pid)}
+    cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    latencies = {name: [] for name, _ in paths}
+    lost = {name: 0 for name, _ in paths}
     next_at = mono()
-    for step in range((args.warmup + args.samples) * len(PATHS)):
-        path, device = PATHS[step % len(PATHS)]
-        note = 36 + step // len(PATHS) % 48
+    for step in range((args.warmup + args.samples) * len(paths)):
+        path, device = paths[step % len(paths)]
+        note = 36 + step // len(paths) % 48
         latency = probe.play(path, device, bytes([0x90, note, 100]))
-        if step >= args.warmup * len(PATHS):
+        if step >= args.warmup * len(paths):
             if latency is None:
                 lost[path] += 1
             else:
@@ -238,7 +289,8 @@ def main():
         probe.housekeeping()
         next_at = max(next_at + PERIOD_NS, mono())  # a step that overran delays the next, no burst to catch up
         time.sleep(max(0, next_at - mono()) / 1e9)
-    rss = {name: memory(int(pid)) for name, pid in (entry.split("=") for entry in args.pid)}
+    rss = {name: memory(pid) for name, pid in pids.items()}
+    cpu = {name: cpu_seconds(pid) - cpu[name] for name, pid in pids.items()}
     probe.leave()
 
     def pick(values, q):
@@ -247,17 +299,18 @@ def main():
     figures = {}
     print("| path | n | lost | p50 µs | p90 µs | p99 µs |")
     print("|---|---|---|---|---|---|")
-    for name, _ in PATHS:
+    for name, _ in paths:
         values = sorted(latencies[name])
         if not values:
             sys.exit("probe: nothing came back on the %s path" % name)
         figures[name] = {q: pick(values, q) for q in (0.5, 0.9, 0.99)}
         print("| %s | %d | %d | %.0f | %.0f | %.0f |" % (name, len(values), lost[name], *figures[name].values()))
-    for other in ("relay", "kernel"):
+    for other in ("relay", "kernel") + (("rtpmidid",) if args.rtpmidid else ()):
         print("jambridge/%s: p50 %.1fx, p99 %.1fx" % (other, figures["jambridge"][0.5] / figures[other][0.5],
                                                       figures["jambridge"][0.99] / figures[other][0.99]))
     for name, (vm_rss, rss_anon) in rss.items():
-        print("%s while running: VmRSS %d kB, RssAnon %d kB" % (name, vm_rss, rss_anon))
+        print("%s while running: VmRSS %d kB, RssAnon %d kB, CPU %.2f s over the notes" % (name, vm_rss, rss_anon,
+                                                                                           cpu[name]))
 
 
 if __name__ == "__main__":

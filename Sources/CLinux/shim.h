@@ -1,5 +1,7 @@
-// Linux calls Swift cannot make through Glibc's module (libc itself, nothing to link).
+// Linux calls Swift cannot make through Glibc's module (libc itself, nothing to link): timerfd(2), which the module
+// does not include, and prctl(2), which is variadic.
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 
 /// Turns transparent huge pages off for this process and what it starts: where the system makes them "always", a
 /// thread's first touch of a 2 MB-aligned stretch (a stack, a malloc arena) takes 2 MB at once. prctl(2) is variadic,
