@@ -78,32 +78,32 @@ public final class ALSASequencer: @unchecked Sendable {
                                                   UInt32(SND_SEQ_PORT_TYPE_APPLICATION))
         if announce >= 0 { _ = snd_seq_connect_from(handle, announce, SND_SEQ_CLIENT_SYSTEM, SND_SEQ_PORT_SYSTEM_ANNOUNCE) }
         queueID = snd_seq_alloc_named_queue(handle, "jambridge")
-        if queueID >= 0, snd_seq_control_queue(handle, queueID, Int32(SND_SEQ_EVENT_START.rawValue), 0, nil) >= 0 {
-            _ = snd_seq_drain_output(handle)
-            queueStart = Self.start(of: queueID, in: handle)
+        if queueID >= 0 {
+            if let start = Self.start(queueID, in: handle) {
+                queueStart = start
+            } else {
+                _ = snd_seq_free_queue(handle, queueID)
+                queueID = -1
+            }
         }
     }
 
-    /// Where time 0 of the running queue `queue` lies on the monotonic clock: its own real time read between two
-    /// readings of ours, the closest of five tries (a thread descheduled between starting the queue and reading the
-    /// clock once put every scheduled event that much early in the emulated VM).
-    private static func start(of queue: Int32, in handle: OpaquePointer) -> MonotonicInstant {
-        var status: OpaquePointer?
-        guard snd_seq_queue_status_malloc(&status) == 0, let status else { return MonotonicClock.now() }
-        defer { snd_seq_queue_status_free(status) }
-        var best: (start: MonotonicInstant, spread: UInt64)?
+    /// Starts the queue `queue` and returns where its time 0 lies on the monotonic clock, never later than it does:
+    /// a start placed too late sends every stamped event that much early. The queue starts inside the write that
+    /// drains the START, so our clock read just before that write bounds it. The START goes again, up to five
+    /// times, while that write took over 0.2 ms. A clock read after the start put every event 7 ms early once in
+    /// CI's VM (a deschedule between the two), and the queue's own time read afterwards lags by however late its
+    /// last timer interrupt ran (3 ms early once there). Nil if the queue cannot be started.
+    private static func start(_ queue: Int32, in handle: OpaquePointer) -> MonotonicInstant? {
+        var start: MonotonicInstant?
         for _ in 0..<5 {
             let before = MonotonicClock.now()
-            guard snd_seq_get_queue_status(handle, queue, status) == 0, let time = snd_seq_queue_status_get_real_time(status) else { break }
-            let after = MonotonicClock.now()
-            let elapsed = UInt64(time.pointee.tv_sec) * 1_000_000_000 + UInt64(time.pointee.tv_nsec)
-            let spread = after.nanoseconds - before.nanoseconds
-            let middle = before.nanoseconds + spread / 2
-            if best.map({ spread < $0.spread }) ?? true {
-                best = (MonotonicInstant(nanoseconds: middle - min(middle, elapsed)), spread)
-            }
+            guard snd_seq_control_queue(handle, queue, Int32(SND_SEQ_EVENT_START.rawValue), 0, nil) >= 0,
+                  snd_seq_drain_output(handle) >= 0 else { return nil }
+            start = before
+            if MonotonicClock.now().nanoseconds - before.nanoseconds < 200_000 { break }
         }
-        return best?.start ?? MonotonicClock.now()
+        return start
     }
 
     deinit { close() }
