@@ -40,14 +40,15 @@ let package = Package(
         .target(name: "Jam", dependencies: ["MIDI"]),
         // The drum sequencer (sans-I/O): kits as the mixer plays them, patterns, styles, the mixer.
         .target(name: "Drums", dependencies: ["MIDI", "Jam"]),
-        // libsndfile (Debian libsndfile1-dev): reads WAV, FLAC and AIFF samples, writes renders.
-        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
-        // libsamplerate (Debian libsamplerate0-dev): sample-rate conversion and pitch by resampling.
-        .systemLibrary(name: "CSamplerate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
-        // libxml2 (Debian libxml2-dev): Hydrogen's drumkit.xml (FoundationXML's XMLParser traps on some malformed input).
-        .systemLibrary(name: "CLibxml2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // libsndfile (Debian libsndfile1-dev: WAV, FLAC and AIFF samples read, renders written), libsamplerate
+        // (libsamplerate0-dev: rate conversion and pitch) and libxml2 (libxml2-dev: Hydrogen's drumkit.xml;
+        // FoundationXML's XMLParser traps on some malformed input), loaded when a kit from disk first needs them
+        // (dlopen), not linked: a daemon that reads no kit from disk maps none of them, nor the codecs and ICU they
+        // bring in (issue 34). Their headers only: libxml2's lie in their own folder (pkg-config --cflags
+        // libxml-2.0), which a system library target would also link.
+        .target(name: "CKitLibraries", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])]),
         // Drum kits from disk: Hydrogen drumkits and sample folders (kit.yaml, read by RouteFile) into Drums' Kit.
-        .target(name: "DrumKits", dependencies: ["Drums", "CSndfile", "CSamplerate", "CLibxml2"]),
+        .target(name: "DrumKits", dependencies: ["Drums", "CKitLibraries"], swiftSettings: [.unsafeFlags(["-Xcc", "-I/usr/include/libxml2"])]),
         // JSON without Foundation: values, their reader and writer, Codable to and from them. Stdlib only.
         .target(name: "JSON"),
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.

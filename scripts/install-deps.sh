@@ -20,9 +20,9 @@ cd "$(dirname "$0")/.."
 #   qemu-system-x86               the VM with a real ALSA sequencer (scripts/alsa-vm.sh)
 #   linux-image-amd64             that VM's kernel and its snd-seq, snd-virmidi, snd-aloop modules
 #   busybox-static                that VM's init
-#   libsndfile1-dev               the sound-file library jambridge links to read drum samples and write renders
-#   libsamplerate0-dev            the sample-rate converter jambridge links to bring samples to 48 kHz and pitch them
-#   libxml2-dev                   the XML library jambridge links to read Hydrogen drum kits (drumkit.xml)
+#   libsndfile1-dev               the sound-file library jambridge loads to read drum samples and write renders
+#   libsamplerate0-dev            the sample-rate converter jambridge loads to bring samples to 48 kHz and pitch them
+#   libxml2-dev                   the XML library jambridge loads to read Hydrogen drum kits (drumkit.xml)
 #   libyaml-dev                   the YAML parser jambridge links to read route, style and kit files
 #   hydrogen-drumkits             Debian's 14 Hydrogen kits, which the kit and drum tests load
 #   sox                           makes the kit tests' samples and reads audio back (a tool nobody here wrote)

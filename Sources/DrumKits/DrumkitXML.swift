@@ -1,4 +1,4 @@
-import CLibxml2
+import CKitLibraries
 
 /// An element of a drumkit.xml as libxml2 read it: its name, text, children and the line it starts on, for located
 /// mistakes.
@@ -34,20 +34,20 @@ final class DrumkitXMLElement {
     /// The element tree of the XML document `bytes`; refused where libxml2 stopped. Nothing outside the document is
     /// read (no DTD, no network) and entities are not expanded: a kit is plain elements and text.
     static func tree(of bytes: [UInt8]) throws(DrumkitXMLSyntaxError) -> DrumkitXMLElement {
-        _ = initialized
+        let xml = try KitLibraries.libxml2 { DrumkitXMLSyntaxError(line: 1, column: 1, message: $0) }
         jambridge_xml_silence()
-        guard let context = xmlNewParserCtxt() else { throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "out of memory") }
-        defer { xmlFreeParserCtxt(context) }
+        guard let context = xml.xmlNewParserCtxt() else { throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "out of memory") }
+        defer { xml.xmlFreeParserCtxt(context) }
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
         let document = bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress.flatMap { base in
                 base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                    xmlCtxtReadMemory(context, $0, Int32(clamping: buffer.count), "drumkit.xml", nil, options)
+                    xml.xmlCtxtReadMemory(context, $0, Int32(clamping: buffer.count), "drumkit.xml", nil, options)
                 }
             }
         }
         guard let document else {
-            guard let error = xmlCtxtGetLastError(context)?.pointee, error.code != 0 else {
+            guard let error = xml.xmlCtxtGetLastError(context)?.pointee, error.code != 0 else {
                 throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "no XML element in it: it is empty or not XML")
             }
             let message = error.message.map { String(cString: $0) } ?? "libxml2 error \(error.code)"
@@ -55,12 +55,12 @@ final class DrumkitXMLElement {
                                         message: "not valid XML: " + message.split(whereSeparator: \.isNewline)
                                             .map { String($0).trimmingWhiteSpace() }.joined(separator: " "))
         }
-        defer { xmlFreeDoc(document) }
-        guard let root = xmlDocGetRootElement(document) else {
+        defer { xml.xmlFreeDoc(document) }
+        guard let root = xml.xmlDocGetRootElement(document) else {
             throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "no XML element in it: it is empty or not XML")
         }
         var count = 0
-        guard let tree = element(root, count: &count) else {
+        guard let tree = element(root, count: &count, xml) else {
             throw DrumkitXMLSyntaxError(line: 1, column: 1, message: "more than \(elementLimit) elements: not a drum kit")
         }
         return tree
@@ -69,11 +69,8 @@ final class DrumkitXMLElement {
     /// The most elements read (Debian's largest kit has about 3,000): past it the file is not a kit.
     static let elementLimit = 100_000
 
-    /// libxml2 set up once, before any thread parses.
-    private static let initialized: Void = xmlInitParser()
-
     /// The element `node` and its descendants, or nil past `elementLimit` elements.
-    private static func element(_ node: UnsafeMutablePointer<xmlNode>, count: inout Int) -> DrumkitXMLElement? {
+    private static func element(_ node: UnsafeMutablePointer<xmlNode>, count: inout Int, _ xml: jambridge_libxml2_calls) -> DrumkitXMLElement? {
         count += 1
         guard count <= elementLimit else { return nil }
         var text = ""
@@ -82,7 +79,7 @@ final class DrumkitXMLElement {
         while let current = child {
             switch current.pointee.type {
             case XML_ELEMENT_NODE:
-                guard let element = element(current, count: &count) else { return nil }
+                guard let element = element(current, count: &count, xml) else { return nil }
                 children.append(element)
             case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
                 if let content = current.pointee.content { text += String(cString: content) }
@@ -92,7 +89,7 @@ final class DrumkitXMLElement {
             child = current.pointee.next
         }
         let name = node.pointee.name.map { String(cString: $0) } ?? ""
-        return DrumkitXMLElement(name: name, line: Int(xmlGetLineNo(node)), text: text.trimmingWhiteSpace(), children: children)
+        return DrumkitXMLElement(name: name, line: Int(xml.xmlGetLineNo(node)), text: text.trimmingWhiteSpace(), children: children)
     }
 }
 

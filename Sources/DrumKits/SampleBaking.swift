@@ -1,4 +1,4 @@
-import CSamplerate
+import CKitLibraries
 import Drums
 #if canImport(Glibc)
 import Glibc
@@ -18,8 +18,9 @@ enum SampleBaking {
         let ratio = Double(Kit.sampleRate) / Double(audio.rate) / exp2(Double(pitch) / 12)
         var samples = audio.samples
         if ratio != 1 {
-            guard src_is_valid_ratio(ratio) != 0 else { throw ResamplingError(reason: "a pitch of \(pitch) semitones is too far to play") }
-            samples = try resample(samples, channelCount: audio.channelCount, ratio: ratio)
+            let samplerate = try KitLibraries.samplerate { ResamplingError(reason: $0) }
+            guard samplerate.src_is_valid_ratio(ratio) != 0 else { throw ResamplingError(reason: "a pitch of \(pitch) semitones is too far to play") }
+            samples = try resample(samples, channelCount: audio.channelCount, ratio: ratio, samplerate)
         }
         let step = audio.channelCount
         let frames = samples.count / step
@@ -40,7 +41,8 @@ enum SampleBaking {
     }
 
     /// Interleaved `samples` of `channelCount` channels resampled by `ratio` (output frames per input frame).
-    private static func resample(_ samples: [Float], channelCount: Int, ratio: Double) throws(ResamplingError) -> [Float] {
+    private static func resample(_ samples: [Float], channelCount: Int, ratio: Double,
+                                 _ samplerate: jambridge_samplerate_calls) throws(ResamplingError) -> [Float] {
         let inputFrames = samples.count / channelCount
         let capacity = Int((Double(inputFrames) * ratio).rounded(.up)) + 64
         var output = [Float](repeating: 0, count: capacity * channelCount)
@@ -54,12 +56,12 @@ enum SampleBaking {
                 data.output_frames = capacity
                 data.end_of_input = 1
                 data.src_ratio = ratio
-                let status = src_simple(&data, Int32(SRC_SINC_MEDIUM_QUALITY), Int32(channelCount))
+                let status = samplerate.src_simple(&data, Int32(SRC_SINC_MEDIUM_QUALITY), Int32(channelCount))
                 generated = data.output_frames_gen
                 return status
             }
         }
-        guard status == 0 else { throw ResamplingError(reason: String(cString: src_strerror(status))) }
+        guard status == 0 else { throw ResamplingError(reason: samplerate.src_strerror(status).map { String(cString: $0) } ?? "libsamplerate error \(status)") }
         output.removeLast(output.count - generated * channelCount)
         return output
     }

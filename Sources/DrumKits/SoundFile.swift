@@ -1,4 +1,4 @@
-import CSndfile
+import CKitLibraries
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,8 +47,8 @@ public enum SoundFile {
     /// rate or a greater length than a drum sample may have. A WAV or AIFF file whose header claims more sound than the
     /// file holds is refused here already (libsndfile says so when it opens it); a FLAC file only when decoded.
     public static func header(path: String) throws(SoundFileError) -> Header {
-        try opened(path) { file, header throws(SoundFileError) in
-            guard !headerClaimsMore(file) else { throw SoundFileError(path: path, reason: truncated) }
+        try opened(path) { file, header, sndfile throws(SoundFileError) in
+            guard !headerClaimsMore(file, sndfile) else { throw SoundFileError(path: path, reason: truncated) }
             return header
         }
     }
@@ -60,17 +60,19 @@ public enum SoundFile {
     /// header says (a truncated file, or a header claiming gigabytes), or if its header is not `expected` (it
     /// changed since `expected` was read): at most the header's frames are decoded.
     public static func read(path: String, expecting expected: Header? = nil) throws(SoundFileError) -> Audio {
-        try opened(path) { file, header throws(SoundFileError) in
+        try opened(path) { file, header, sndfile throws(SoundFileError) in
             guard expected == nil || header == expected else {
                 throw SoundFileError(path: path, reason: "it changed while the kit was loading; load the kit again")
             }
-            return try decode(file, header, path: path)
+            return try decode(file, header, path: path, sndfile)
         }
     }
 
-    /// Runs `body` on the sound file at `path`, open for reading, and its header once checked against the limits.
-    private static func opened<Result>(_ path: String,
-                                       _ body: (OpaquePointer, Header) throws(SoundFileError) -> Result) throws(SoundFileError) -> Result {
+    /// Runs `body` on the sound file at `path`, open for reading, its header once checked against the limits, and
+    /// libsndfile's calls.
+    private static func opened<Result>(_ path: String, _ body: (OpaquePointer, Header, jambridge_sndfile_calls) throws(SoundFileError) -> Result)
+        throws(SoundFileError) -> Result {
+        let sndfile = try KitLibraries.sndfile { SoundFileError(path: path, reason: $0) }
         let descriptor: Int32
         do {
             descriptor = try KitFileAccess.openRegularFile(path)
@@ -79,10 +81,10 @@ public enum SoundFile {
         }
         defer { close(descriptor) }
         var info = SF_INFO()
-        guard let file = sf_open_fd(descriptor, Int32(SFM_READ), &info, Int32(SF_FALSE)) else {
-            throw SoundFileError(path: path, reason: "not a sound file libsndfile can read (\(message(sf_strerror(nil))))")
+        guard let file = sndfile.sf_open_fd(descriptor, Int32(SFM_READ), &info, Int32(SF_FALSE)) else {
+            throw SoundFileError(path: path, reason: "not a sound file libsndfile can read (\(message(sndfile.sf_strerror(nil))))")
         }
-        defer { sf_close(file) }
+        defer { _ = sndfile.sf_close(file) }
         let channelCount = Int(info.channels)
         let rate = Int(info.samplerate)
         guard (1...maximumRate).contains(rate) else {
@@ -101,11 +103,12 @@ public enum SoundFile {
         guard info.frames > 0 else { throw SoundFileError(path: path, reason: "it holds no sound (0 frames)") }
         let lengthKnown = info.frames != sf_count_t.max
         return try body(file, Header(channelCount: channelCount, rate: rate, frames: lengthKnown ? Int(info.frames) : maximumFrames,
-                                     lengthKnown: lengthKnown))
+                                     lengthKnown: lengthKnown), sndfile)
     }
 
     /// The frames of `file` (at most its `header`'s, which libsndfile never reads past) as `Audio`.
-    private static func decode(_ file: OpaquePointer, _ header: Header, path: String) throws(SoundFileError) -> Audio {
+    private static func decode(_ file: OpaquePointer, _ header: Header, path: String,
+                               _ sndfile: jambridge_sndfile_calls) throws(SoundFileError) -> Audio {
         let channelCount = header.channelCount
         // One interleaved buffer of the header's frames; of a length the header does not give, doubled as needed up
         // to the most a sample may hold, and a longer sound is refused.
@@ -119,20 +122,20 @@ public enum SoundFile {
                 samples += repeatElement(0, count: capacity * channelCount - samples.count)
             }
             let count = samples.withUnsafeMutableBufferPointer {
-                Int(sf_readf_float(file, $0.baseAddress! + frames * channelCount, sf_count_t(capacity - frames)))
+                Int(sndfile.sf_readf_float(file, $0.baseAddress! + frames * channelCount, sf_count_t(capacity - frames)))
             }
             guard count > 0 else { break }
             frames += count
         }
         if !header.lengthKnown && frames == header.frames {
             var next = [Float](repeating: 0, count: channelCount)
-            guard sf_readf_float(file, &next, 1) == 0 else {
+            guard sndfile.sf_readf_float(file, &next, 1) == 0 else {
                 throw SoundFileError(path: path, reason: "it is longer than \(maximumSeconds) s, too long for a drum sample")
             }
         }
-        guard sf_error(file) == 0 else { throw SoundFileError(path: path, reason: "it is broken (\(message(sf_strerror(file))))") }
+        guard sndfile.sf_error(file) == 0 else { throw SoundFileError(path: path, reason: "it is broken (\(message(sndfile.sf_strerror(file))))") }
         guard frames > 0 else { throw SoundFileError(path: path, reason: "it holds no sound (0 frames)") }
-        if header.lengthKnown && frames < header.frames || headerClaimsMore(file) {
+        if header.lengthKnown && frames < header.frames || headerClaimsMore(file, sndfile) {
             throw SoundFileError(path: path, reason: truncated)
         }
         samples.removeLast(samples.count - frames * channelCount)
@@ -171,17 +174,18 @@ public enum SoundFile {
     /// what lies beyond -1...1 instead of wrapping round), replacing what was there; the same samples make the same bytes.
     public static func writeWAV(path: String, left: [Float], right: [Float], rate: Int, encoding: WAVEncoding = .float) throws(SoundFileError) {
         precondition(left.count == right.count, "a WAV's channels have one length")
+        let sndfile = try KitLibraries.sndfile { SoundFileError(path: path, reason: $0) }
         var info = SF_INFO()
         info.samplerate = Int32(clamping: rate)
         info.channels = 2
         info.format = Int32(SF_FORMAT_WAV) | encoding.subtype
-        guard rate > 0, sf_format_check(&info) != 0 else { throw SoundFileError(path: path, reason: "\(rate) Hz is not a rate a WAV can have") }
-        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw SoundFileError(path: path, reason: "cannot be written (\(message(sf_strerror(nil))))")
+        guard rate > 0, sndfile.sf_format_check(&info) != 0 else { throw SoundFileError(path: path, reason: "\(rate) Hz is not a rate a WAV can have") }
+        guard let file = sndfile.sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError(path: path, reason: "cannot be written (\(message(sndfile.sf_strerror(nil))))")
         }
         // No PEAK chunk: it carries the time of writing, and the same render must be the same file.
-        sf_command(file, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
-        if encoding != .float { sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE)) }
+        _ = sndfile.sf_command(file, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
+        if encoding != .float { _ = sndfile.sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE)) }
         let chunkFrames = 4096
         var chunk = [Float](repeating: 0, count: chunkFrames * 2)
         var start = 0
@@ -191,22 +195,22 @@ public enum SoundFile {
                 chunk[2 * frame] = left[start + frame]
                 chunk[2 * frame + 1] = right[start + frame]
             }
-            let written = chunk.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, sf_count_t(count)) }
+            let written = chunk.withUnsafeBufferPointer { sndfile.sf_writef_float(file, $0.baseAddress, sf_count_t(count)) }
             guard written == count else {
-                let reason = message(sf_strerror(file))
-                sf_close(file)
+                let reason = message(sndfile.sf_strerror(file))
+                _ = sndfile.sf_close(file)
                 throw SoundFileError(path: path, reason: "could not be written whole (\(reason))")
             }
             start += count
         }
-        guard sf_close(file) == 0 else { throw SoundFileError(path: path, reason: "could not be finished (\(message(sf_strerror(nil))))") }
+        guard sndfile.sf_close(file) == 0 else { throw SoundFileError(path: path, reason: "could not be finished (\(message(sndfile.sf_strerror(nil))))") }
     }
 
     /// True if libsndfile noted, opening `file`, that a WAV's `data` or an AIFF's `SSND` chunk claims more bytes than
     /// the file holds: it then reads what is there and says so only in its log ("data : 176400 (should be 99956)").
-    private static func headerClaimsMore(_ file: OpaquePointer) -> Bool {
+    private static func headerClaimsMore(_ file: OpaquePointer, _ sndfile: jambridge_sndfile_calls) -> Bool {
         var log = [CChar](repeating: 0, count: 1 << 14)
-        let length = log.withUnsafeMutableBytes { sf_command(file, Int32(SFC_GET_LOG_INFO), $0.baseAddress, Int32($0.count - 1)) }
+        let length = log.withUnsafeMutableBytes { sndfile.sf_command(file, Int32(SFC_GET_LOG_INFO), $0.baseAddress, Int32($0.count - 1)) }
         guard length > 0 else { return false }
         let text = String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return text.split(separator: "\n").contains { line in

@@ -181,7 +181,7 @@ private let drumMachine = """
         #expect(master == "drums" && tempo.map { (97...103).contains($0) } == true, "\(master) \(String(describing: tempo))")
 
         // The drums' Stop ends it; then the other device may start (and stop) a rhythm of its own.
-        FileManager.default.createFile(atPath: stopFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stopFile.path, contents: nil)
         let written = drums.finish(killingAfter: 60)
         #expect(written.status == 0, "\(written)")
         #expect(daemon.waitForError(containing: "no clock master (drums stopped the rhythm); this instance is idle"),
