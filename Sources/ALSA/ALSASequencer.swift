@@ -38,6 +38,8 @@ public enum SequencerInput {
     case portAppeared(SequencerAddress)
     /// A port went away (unplugged, the app quit); its connections are gone with it.
     case portGone(SequencerAddress)
+    /// A connection between two ports was made or undone (anyone's: ours, aconnect's).
+    case connectionsChanged
     /// Incoming events were lost: the kernel's input buffer overflowed.
     case inputOverrun
 }
@@ -278,6 +280,8 @@ public final class ALSASequencer: @unchecked Sendable {
                 handler(.portAppeared(address(pointer.pointee.data.addr)))
             case SequencerEvent.Kind.portExit:
                 handler(.portGone(address(pointer.pointee.data.addr)))
+            case SequencerEvent.Kind.portSubscribed, SequencerEvent.Kind.portUnsubscribed:
+                handler(.connectionsChanged)
             default:
                 let port = Int32(pointer.pointee.dest.port)
                 SequencerEvent.decode(pointer, sysEx: { chunk in

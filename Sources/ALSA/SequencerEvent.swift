@@ -31,6 +31,8 @@ public enum SequencerEvent {
         static let clientExit = UInt8(SND_SEQ_EVENT_CLIENT_EXIT.rawValue)
         static let portStart = UInt8(SND_SEQ_EVENT_PORT_START.rawValue)
         static let portExit = UInt8(SND_SEQ_EVENT_PORT_EXIT.rawValue)
+        static let portSubscribed = UInt8(SND_SEQ_EVENT_PORT_SUBSCRIBED.rawValue)
+        static let portUnsubscribed = UInt8(SND_SEQ_EVENT_PORT_UNSUBSCRIBED.rawValue)
     }
 
     /// Fills `event` (reset by the caller) with `message`; false for SysEx, which is sent as

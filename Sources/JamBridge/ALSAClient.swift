@@ -29,6 +29,9 @@ final class ALSAClient: @unchecked Sendable {
     private var sysEx: [SequencerAddress: [Int32: SysExAssembler]] = [:]
     /// The ports connected, with the endpoints (our ports) each is connected to.
     private var connected: [SequencerAddress: (label: String, ports: Set<Int32>)] = [:]
+    /// The subscribers of our ports as last asked (`destinations`), until a connection is made or undone or a port
+    /// goes away: asking takes two system calls, which every event from an ALSA player paid (issue 34).
+    private var subscribers: [Int32: [SequencerAddress]] = [:]
     private var failures = 0
     /// What the ports dropped for want of room, and how many times that was said (for the log's rate limit).
     private var noRoom = OutputBacklog.Dropped()
@@ -98,6 +101,7 @@ final class ALSAClient: @unchecked Sendable {
     /// Forgets an endpoint and removes its port (and so its connections).
     func unregister(_ port: ALSAPortSink) {
         endpoints[port.port] = nil
+        subscribers[port.port] = nil
         sequencer.deletePort(port.port)
     }
 
@@ -139,11 +143,13 @@ final class ALSAClient: @unchecked Sendable {
 
     /// Where our port `port` sends for `recipients`: nil for every subscriber at once (the usual case: the player to
     /// leave out does not listen to this port); otherwise the subscribers one by one, all but the player left out or
-    /// the one player meant (none, if it does not listen to this port).
+    /// the one player meant (none, if it does not listen to this port). Who subscribes is as of the last announcement
+    /// read: a connection made or undone while a batch is routed counts from the next one.
     func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]? {
         guard let player = recipients.origin.sequencerPort else { return recipients.isOnly ? [] : nil }
         let target = SequencerAddress(client: Int32(player.client), port: Int32(player.port))
-        let subscribers = sequencer.subscribers(of: port)
+        let subscribers = self.subscribers[port] ?? sequencer.subscribers(of: port)
+        self.subscribers[port] = subscribers
         guard subscribers.contains(target) else { return recipients.isOnly ? [] : nil }
         return recipients.isOnly ? [target] : subscribers.filter { $0 != target }
     }
@@ -181,7 +187,10 @@ final class ALSAClient: @unchecked Sendable {
         case .portAppeared(let address):
             connectMatching(sequencer.ports().filter { $0.address == address })
         case .portGone(let address):
+            subscribers = [:]
             gone(address)
+        case .connectionsChanged:
+            subscribers = [:]
         case .inputOverrun:
             failures += 1
             logger.warning("the ALSA sequencer's input buffer overflowed: events were lost (\(failures) failures so far)")
@@ -220,6 +229,7 @@ final class ALSAClient: @unchecked Sendable {
                 do {
                     if candidate.isSource { try sequencer.connect(from: candidate.address, to: endpoint.port) }
                     if candidate.isDestination { try sequencer.connect(from: endpoint.port, to: candidate.address) }
+                    subscribers = [:]
                     connected[candidate.address, default: (label, [])].ports.insert(endpoint.port)
                     logger.info("ALSA port '\(label)' (\(candidate.address)) connected to \(endpoint.name)")
                 } catch {

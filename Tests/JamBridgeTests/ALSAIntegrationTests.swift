@@ -161,6 +161,41 @@ private func startForwarding(seconds: Int) throws -> (JamBridgeProcess, URL) {
         #expect(daemon.finish().status == 0)
     }
 
+    /// Issue 34: who listens to a port is asked once, not for every event, and asked again once a connection is undone
+    /// or made (aconnect's too): a device disconnected from the endpoint's port hears nothing more from the next event
+    /// on, and hears again once connected again; the player is left out throughout.
+    @Test func aConnectionUndoneOrMadeWithAconnectCountsFromTheNextEvent() throws {
+        let (daemon, _) = try startJamBridge("""
+            endpoints:
+              band: { alsa: "Virtual Raw MIDI 0-[012]" }
+            routes:
+              - { from: band, to: band }
+            """, seconds: 90)
+        try waitForConnections(6) // three devices, both ways
+        let listing = try connections()
+        let client = try #require(jambridgeClient(listing))
+        let portLine = try #require(listing.split(separator: "\n").first { $0.contains("'band") }, "\(listing)")
+        let band = "\(client):\(try #require(portLine.split(separator: " ").first))"
+        // virmidi drops what is sent to a port nobody is connected to write to: 0-3 stays connected to 0-2, so that an
+        // event sent to 0-2 by address after the disconnection would be heard.
+        #expect(try run("/usr/bin/aconnect", ["Virtual Raw MIDI 0-3", "Virtual Raw MIDI 0-2"]).status == 0)
+        defer { _ = try? run("/usr/bin/aconnect", ["-d", "Virtual Raw MIDI 0-3", "Virtual Raw MIDI 0-2"]) }
+        let readers = try (0...2).map { try startReading(device: $0, idleSeconds: 10) }
+        try play("90 3C 64", device: 0)
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(try run("/usr/bin/aconnect", ["-d", band, "Virtual Raw MIDI 0-2"]).status == 0)
+        try play("91 3D 64", device: 0) // another channel each: no running status in what the devices hear
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(try run("/usr/bin/aconnect", [band, "Virtual Raw MIDI 0-2"]).status == 0)
+        try play("92 3E 64", device: 1)
+        let heard = readers.map { dumpedBytes($0.finish().out) }
+        #expect(heard[0] == [0x92, 0x3E, 0x64], "\(heard)")
+        #expect(heard[1] == [0x90, 0x3C, 0x64, 0x91, 0x3D, 0x64], "\(heard)")
+        #expect(heard[2] == [0x90, 0x3C, 0x64, 0x92, 0x3E, 0x64], "\(heard)")
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
+    }
+
     @Test func aPortJambridgeCreatesCanBeConnectedWithAconnect() throws {
         let (daemon, _) = try startJamBridge("""
             endpoints:
