@@ -7,7 +7,8 @@
 # (A device is the source of one path and the destination of the next: what a virmidi device's sequencer port is
 # sent goes to its rawmidi input only, never out of the port again.) The probe times each note-on from just before
 # its write() to the return of the read() that has it (Python, CLOCK_MONOTONIC: its own wake-up is in every path);
-# each note-off is awaited, not counted. The VM emulates the CPU, so absolute times are slow: compare the paths.
+# each note-off is awaited, not counted; it also prints the RSS of jambridge and the relay, and the CPU time each used
+# over the notes. The VM emulates the CPU, so absolute times are slow: compare the paths.
 #   Benchmarks/alsa-latency.sh [SAMPLES] [static]   (default 300 per path; static: jambridge built
 #                                                    --static-swift-stdlib, as scripts/run.sh builds it)
 set -euo pipefail
@@ -60,6 +61,11 @@ def send(fd_out, fd_in, message):  # the time from just before the write to the 
         got += os.read(fd_in, 256)
     return (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - t0) / 1000
 
+def cpu(pid):  # user and system CPU time of process `pid`, all its threads, in seconds
+    fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')  # utime, stime: fields 14 and 15
+
+started = {label: cpu(pid) for label, pid in pids.items()}
 for i in range(samples + 20):
     for label, source, destination in paths:
         note = 36 + i % 48
@@ -84,6 +90,6 @@ for label in ('jambridge', 'relay'):
             print(f'{label}/{base}: p50 {figures[label][0] / figures[base][0]:.1f}x, p99 {figures[label][2] / figures[base][2]:.1f}x')
 for label, pid in pids.items():
     status = dict(line.split(':', 1) for line in open(f'/proc/{pid}/status'))
-    print(f"{label}: VmRSS {status['VmRSS'].strip()}")
+    print(f"{label}: VmRSS {status['VmRSS'].strip()}, CPU {cpu(pid) - started[label]:.2f} s over the notes")
 PY
 kill $jambridge $relay
