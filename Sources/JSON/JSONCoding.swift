@@ -93,20 +93,6 @@ private struct KeyedSlots<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encodeNil(forKey key: Key) throws { slot(key).slot.value = .null }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: String, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try value.encode(to: slot(key)) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try value.encode(to: slot(key)) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
                                                         forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -131,20 +117,6 @@ private struct UnkeyedSlots: UnkeyedEncodingContainer {
 
     mutating func encodeNil() throws { slot().slot.value = .null }
     mutating func encode<T: Encodable>(_ value: T) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Bool) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: String) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Double) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Float) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Int) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Int8) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Int16) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Int32) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: Int64) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: UInt) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: UInt8) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: UInt16) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: UInt32) throws { try value.encode(to: slot()) }
-    mutating func encode(_ value: UInt64) throws { try value.encode(to: slot()) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         slot().container(keyedBy: keyType)
@@ -232,20 +204,6 @@ private struct KeyedValues<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeNil(forKey key: Key) throws -> Bool { try child(key).value == .null }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try T(from: child(key)) }
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try type.init(from: child(key)) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try type.init(from: child(key)) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try type.init(from: child(key)) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try type.init(from: child(key)) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try type.init(from: child(key)) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try type.init(from: child(key)) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try type.init(from: child(key)) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try type.init(from: child(key)) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try type.init(from: child(key)) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try type.init(from: child(key)) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try type.init(from: child(key)) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try type.init(from: child(key)) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try type.init(from: child(key)) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try type.init(from: child(key)) }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
                                                forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -278,20 +236,6 @@ private struct UnkeyedValues: UnkeyedDecodingContainer {
         return true
     }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try T(from: next()) }
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try type.init(from: next()) }
-    mutating func decode(_ type: String.Type) throws -> String { try type.init(from: next()) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try type.init(from: next()) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try type.init(from: next()) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try type.init(from: next()) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try type.init(from: next()) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try type.init(from: next()) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try type.init(from: next()) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try type.init(from: next()) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try type.init(from: next()) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try type.init(from: next()) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try type.init(from: next()) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try type.init(from: next()) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try type.init(from: next()) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
         try next().container(keyedBy: type)
