@@ -204,7 +204,7 @@ extension YAMLDocument {
 
     /// The location where `node` starts.
     func location(_ node: Node) -> SourceLocation {
-        SourceLocation(file: file, line: node.mark.line, column: node.mark.column)
+        location(node.mark)
     }
 
     /// Records a mistake at `node`.

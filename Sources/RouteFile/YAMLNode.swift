@@ -6,6 +6,13 @@ struct Mark: Equatable {
     let column: Int
 }
 
+extension Mark {
+    /// libyaml's mark, which counts from 0.
+    fileprivate init(_ mark: yaml_mark_t) {
+        self.init(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+    }
+}
+
 /// A node of a YAML document as the route-file readers see it: a scalar's text (and whether it was written plain,
 /// unquoted), a list, or a mapping in the order written; and where it starts. Tags are not kept: the readers give
 /// every value its meaning themselves. An alias is its anchored node again (the same object: nodes never change).
@@ -169,7 +176,7 @@ private final class Composer {
         var event = yaml_event_t()
         guard yaml_parser_parse(parser, &event) == 1 else { throw failure() }
         defer { yaml_event_delete(&event) }
-        let mark = Mark(line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1)
+        let mark = Mark(event.start_mark)
         func text(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? { pointer.map { String(cString: $0) } }
         switch event.type {
         case YAML_SCALAR_EVENT:
@@ -198,12 +205,8 @@ private final class Composer {
         case YAML_MEMORY_ERROR:
             return .syntax(problem: "out of memory", mark: Mark(line: 1, column: 1), context: nil)
         default:
-            let context = state.context.map {
-                (text: String(cString: $0),
-                 mark: Mark(line: Int(state.context_mark.line) + 1, column: Int(state.context_mark.column) + 1))
-            }
-            return .syntax(problem: problem, mark: Mark(line: Int(state.problem_mark.line) + 1, column: Int(state.problem_mark.column) + 1),
-                           context: context)
+            let context = state.context.map { (text: String(cString: $0), mark: Mark(state.context_mark)) }
+            return .syntax(problem: problem, mark: Mark(state.problem_mark), context: context)
         }
     }
 }
