@@ -29,30 +29,29 @@ public final class UDPPortPair: @unchecked Sendable {
     public init(address: NetworkAddress?, port: UInt16) throws(TransportError) {
         let timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
         guard timer >= 0 else { throw TransportError(operation: "create the session's timer (timerfd)", code: errno) }
+        do {
+            (control, data) = try Self.bindPair(address, port)
+        } catch {
+            Glibc.close(timer)
+            throw error
+        }
+        self.timer = timer
+        controlPort = control.port
+        buffer = .allocate(byteCount: 65536, alignment: 8)
+    }
+
+    /// The control and data sockets on `port` and the port above it (port 0: a free consecutive pair).
+    private static func bindPair(_ address: NetworkAddress?, _ port: UInt16) throws(TransportError) -> (UDPSocket, UDPSocket) {
         var attempt = 0
         while true {
             attempt += 1
-            let control: UDPSocket
+            let control = try bind(address, port)
             do {
-                control = try Self.bind(address, port)
-            } catch {
-                Glibc.close(timer)
-                throw error
-            }
-            do {
-                data = try Self.bind(address, control.port &+ 1)
-                self.control = control
-                self.timer = timer
-                controlPort = control.port
-                buffer = .allocate(byteCount: 65536, alignment: 8)
-                return
+                return (control, try bind(address, control.port &+ 1))
             } catch {
                 control.close()
                 // With a chosen port, N+1 being taken is the answer; with port 0, try another pair.
-                guard port == 0, attempt < 50 else {
-                    Glibc.close(timer)
-                    throw error
-                }
+                guard port == 0, attempt < 50 else { throw error }
             }
         }
     }
