@@ -328,15 +328,10 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         timer.schedule(deadline: .now() + .nanoseconds(Int(wait)), leeway: .microseconds(50))
     }
 
-    /// What the timer calls at each deadline: hands out the ticks waiting for their time, and what falls due within
-    /// `lead`.
+    /// What the timer calls at each deadline: hands out what falls due within `lead`, after the ticks waiting for
+    /// their time (`perform`).
     private func fire(_ now: MonotonicInstant) {
-        guard conductor != nil, let engine else { return }
-        let due = waiting.prefix { $0.release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance }
-        if !due.isEmpty {
-            waiting.removeFirst(due.count)
-            engine.routeBatch { for (_, event) in due { engine.routeOnQueue(event) } }
-        }
+        guard conductor != nil else { return }
         drive { $0.fire(now: now, ahead: Self.lead, emit: $1) }
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
@@ -348,14 +343,18 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     }
 
     /// Sends what `outputs` deliver, through the jam's routes and in one batch (what goes to the session at one
-    /// instant leaves in one packet): to an output that takes it ahead at once, to the others when due. Then logs
-    /// what they say: a Start never waits behind a log line.
+    /// instant leaves in one packet): to an output that takes it ahead at once, to the others when due. What waits
+    /// and is due goes first: a tick the timer is late with (the engine's queue held) never follows a Stop sent
+    /// now. Then logs what they say: a Start never waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
         guard let engine else { return }
         let now = MonotonicClock.now()
         // What goes to the session reaches every peer: a `peer:` clock output does not get it a second time.
         let session = routes.contains(where: \.isSession)
+        let due = waiting.prefix { $0.release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance }
+        waiting.removeFirst(due.count)
         engine.routeBatch {
+            for (_, event) in due { engine.routeOnQueue(event) }
             for output in outputs {
                 switch output {
                 case .deliver(let delivery) where delivery.toPeer != nil:
