@@ -390,6 +390,7 @@ private struct OffsetFigures: CustomStringConvertible {
 private struct ClockComparison: CustomStringConvertible {
     var ticks: OffsetFigures
     var beats: OffsetFigures
+    var beatOffsets: [Double]
     var masterJitter: Double
     var description: String { "ticks \(ticks); beats \(beats); the master's own ticks off its period by up to \(ms(masterJitter))" }
 }
@@ -415,7 +416,7 @@ private func clockComparison(master: [Int: Double], follower: [Int: Double], fro
     let jitter = zip(indices.dropFirst(), indices).compactMap { k, before in
         k == before + 1 ? abs((master[k]! - master[before]!) - period) * 1000 : nil
     }.max() ?? 0
-    return ClockComparison(ticks: OffsetFigures(ticks), beats: OffsetFigures(beats), masterJitter: jitter)
+    return ClockComparison(ticks: OffsetFigures(ticks), beats: OffsetFigures(beats), beatOffsets: beats, masterJitter: jitter)
 }
 
 /// What the status page's `GET /status` answers.
@@ -1019,12 +1020,6 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
     ///   Stop and no second Start, and its ticks go on.
     @Test func theJamInARealRoomThroughNetem() throws {
         /// What both daemons logged about the jam, for a round that went wrong.
-        func jamLines(_ lab: RackAndPhone) -> String {
-            [("rack", lab.rackDaemon), ("phone", lab.phoneDaemon)].map { name, daemon in
-                daemon.text.split(separator: "\n").filter { $0.contains("jam") || $0.contains("clock master") }.suffix(20)
-                    .map { "\(name): \($0)" }.joined(separator: "\n")
-            }.joined(separator: "\n")
-        }
         try withRackAndPhone(netem: "delay 5ms 5ms loss 1%", rack: """
             session: { name: Rack, advertise: false, invite: [{ host: 10.78.0.2, port: 5004 }, { host: 10.78.0.9, port: 5004 }] }
             clock: { on-master-lost: next, to: [drum-machine] }
@@ -1053,11 +1048,11 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             }
             for round in 0..<20 {
                 startAtOnce(sockets, round: round)
-                #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())\n\(jamLines(lab))")
+                #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())\n\(lab.jamLines)")
                 Thread.sleep(forTimeInterval: 0.5)
                 let leader = masters()[0] == "Phone" ? 1 : 0
                 #expect((try? ControlClient.send(.command(.jam(.stop)), to: sockets[leader])) != nil, "round \(round)")
-                #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)\n\(jamLines(lab))")
+                #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)\n\(lab.jamLines)")
             }
 
             // The master quits.
@@ -1117,9 +1112,21 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                                     "rack \(master.count) ticks, phone \(follower.count)")
             print("netem \(netem): \(sync)")
             #expect(sync.ticks.count >= 2_500, "\(sync)")
+            // On failure: how each device's song began (in ms from the rack's start command), each beat window's
+            // offset, and the daemons' jam lines.
+            func opening(_ reader: DeviceReader) -> String {
+                reader.heard(after: started - 0.5, before: started + 1).prefix(12)
+                    .map { "\($0.message == .timingClock ? "tick" : "\($0.message)") \(ms(($0.time - started) * 1000))" }.joined(separator: ", ")
+            }
+            let detail = """
+                rack's device: \(opening(lab.drumMachine))
+                phone's device: \(opening(lab.synth))
+                beats: \(sync.beatOffsets.map { ($0 * 10).rounded() / 10 })
+                \(lab.jamLines)
+                """
             // Paired by index, a slip would put every beat after it a period (20.8 ms) off: none is half a period off.
             // (Clock sync goes through the jitter too, and the VM stalls: 0-50 ms put one beat 5.1 ms off, 2026-11-27.)
-            #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 10, "\(sync)")
+            #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 10, "\(sync)\n\(detail)")
         }
     }
 }
@@ -1130,6 +1137,14 @@ private struct RackAndPhone {
     let rack = Host(name: "rack"), phone = Host(name: "phone")
     let drumMachine: DeviceReader, synth: DeviceReader
     let rackDaemon: TimedLines, phoneDaemon: TimedLines
+
+    /// The daemons' last 20 lines each about the jam.
+    var jamLines: String {
+        [("rack", rackDaemon), ("phone", phoneDaemon)].map { name, daemon in
+            daemon.text.split(separator: "\n").filter { $0.contains("jam") || $0.contains("clock master") }.suffix(20)
+                .map { "\(name): \($0)" }.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
 
     /// Stops the daemons and the readers (SIGINT), and waits for them.
     func stop() {
