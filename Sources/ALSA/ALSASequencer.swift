@@ -81,8 +81,9 @@ public final class ALSASequencer: @unchecked Sendable {
         if announce >= 0 { _ = snd_seq_connect_from(handle, announce, SND_SEQ_CLIENT_SYSTEM, SND_SEQ_PORT_SYSTEM_ANNOUNCE) }
         queueID = snd_seq_alloc_named_queue(handle, "jambridge")
         if queueID >= 0 {
-            if let start = Self.start(queueID, in: handle) {
+            if let (start, uncertainty) = Self.start(queueID, in: handle) {
                 queueStart = start
+                queueStartUncertainty = uncertainty
             } else {
                 _ = snd_seq_free_queue(handle, queueID)
                 queueID = -1
@@ -90,23 +91,31 @@ public final class ALSASequencer: @unchecked Sendable {
         }
     }
 
-    /// Starts the queue `queue` and returns where its time 0 lies on the monotonic clock, never later than it does:
-    /// a start placed too late sends every stamped event that much early. The queue starts inside the write that
-    /// drains the START, so our clock read just before that write bounds it. The START goes again, up to five
-    /// times, while that write took over 0.2 ms. A clock read after the start put every event 7 ms early once in
-    /// CI's VM (a deschedule between the two), and the queue's own time read afterwards lags by however late its
-    /// last timer interrupt ran (3 ms early once there). Nil if the queue cannot be started.
-    private static func start(_ queue: Int32, in handle: OpaquePointer) -> MonotonicInstant? {
-        var start: MonotonicInstant?
-        for _ in 0..<5 {
+    /// Starts the queue `queue` and returns where its time 0 lies on the monotonic clock, never later than it does
+    /// (a start placed too late sends every stamped event that much early), and how long the write that started it
+    /// took: every stamped event may be up to that late. The queue starts inside the write that drains the START,
+    /// so our clock read just before that write bounds it. The START goes again, a millisecond apart and up to
+    /// `startAttempts` times, while that write took over `startCertainty`: on a busy machine (two daemons starting
+    /// at once in an emulated VM) a write may take milliseconds. A clock read after the start put every event 7 ms
+    /// early once in CI's VM (a deschedule between the two), and the queue's own time read afterwards lags by however
+    /// late its last timer interrupt ran (3 ms early once there). Nil if the queue cannot be started.
+    private static func start(_ queue: Int32, in handle: OpaquePointer) -> (MonotonicInstant, uncertainty: UInt64)? {
+        var start: (MonotonicInstant, uncertainty: UInt64)?
+        for attempt in 0..<startAttempts {
+            if attempt > 0 { usleep(1_000) }
             let before = MonotonicClock.now()
             guard snd_seq_control_queue(handle, queue, Int32(SND_SEQ_EVENT_START.rawValue), 0, nil) >= 0,
                   snd_seq_drain_output(handle) >= 0 else { return nil }
-            start = before
-            if MonotonicClock.now().nanoseconds - before.nanoseconds < 200_000 { break }
+            start = (before, MonotonicClock.now().nanoseconds - before.nanoseconds)
+            if start!.uncertainty < startCertainty { break }
         }
         return start
     }
+
+    /// The queue's start is tried again while its write takes longer than this (nanoseconds)...
+    public static let startCertainty: UInt64 = 200_000
+    /// ...at most this many times.
+    static let startAttempts = 50
 
     deinit { close() }
 
@@ -198,6 +207,9 @@ public final class ALSASequencer: @unchecked Sendable {
     /// True if events stamped ahead are scheduled through the sequencer's queue (it could be made), and so leave at
     /// their time whatever holds the caller then.
     public var schedulesAhead: Bool { queueID >= 0 }
+    /// How long the write that started the queue took, in nanoseconds: events scheduled through it may leave up to
+    /// this late (see `start`).
+    public private(set) var queueStartUncertainty: UInt64 = 0
 
     /// Takes back the clock ticks scheduled through the queue for `time` or later that have not left (the jam's song
     /// stopped or changed hands); false if the sequencer refused.

@@ -43,6 +43,9 @@ final class ALSAClient: @unchecked Sendable {
         self.logger = logger
         sequencer = try ALSASequencer(clientName: clientName, calls: calls)
         logger.info("ALSA sequencer client '\(clientName)' is client \(sequencer.clientID)")
+        if sequencer.queueStartUncertainty >= ALSASequencer.startCertainty {
+            logger.notice("ALSA: the sequencer's queue started within \(Double(sequencer.queueStartUncertainty / 10_000) / 100) ms, not better (a busy machine): what is sent to ports ahead of its time may be up to that late")
+        }
     }
 
     /// Makes the port of an endpoint (named as the endpoint, or as `create:` says); nil and a

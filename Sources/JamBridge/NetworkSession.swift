@@ -142,6 +142,12 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         runner.reschedule()
     }
 
+    /// While this instance's jam runs, every peer the session invited exchanges clock sync every 250 ms
+    /// (`RTPMIDISession.syncsOften`). Off the engine's queue, once started.
+    func syncClocksOften(_ often: Bool) {
+        sink?.queue.sync { session.syncsOften = often }
+    }
+
     /// True once `start` ran.
     var isStarted: Bool { sink != nil }
 

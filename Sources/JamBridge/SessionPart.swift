@@ -69,8 +69,10 @@ final class SessionPart: Part {
         }
     }
 
-    /// Starts the session (and invites the addresses listed), or routes what peers send by the endpoints' new IDs.
+    /// Starts the session (and invites the addresses listed), or routes what peers send by the endpoints' new IDs;
+    /// clock sync runs often while a jam does.
     func start(_ wiring: Wiring) {
+        defer { network.syncClocksOften(wiring.configuration.jam != nil) }
         let routing = NetworkSession.Routing(
             session: wiring.configuration.endpoints.first { $0.kind == .session }.flatMap { wiring.ids[$0.name] },
             peers: wiring.configuration.endpoints.compactMap { declaration in

@@ -1115,7 +1115,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             // On failure: how each device's song began (in ms from the rack's start command), each beat window's
             // offset, and the daemons' jam lines.
             func opening(_ reader: DeviceReader) -> String {
-                reader.heard(after: started - 0.5, before: started + 1).prefix(12)
+                reader.heard(after: started - 0.5, before: started + 5).prefix(12)
                     .map { "\($0.message == .timingClock ? "tick" : "\($0.message)") \(ms(($0.time - started) * 1000))" }.joined(separator: ", ")
             }
             let detail = """
@@ -1141,7 +1141,7 @@ private struct RackAndPhone {
     /// The daemons' last 20 lines each about the jam.
     var jamLines: String {
         [("rack", rackDaemon), ("phone", phoneDaemon)].map { name, daemon in
-            daemon.text.split(separator: "\n").filter { $0.contains("jam") || $0.contains("clock master") }.suffix(20)
+            daemon.text.split(separator: "\n").filter { $0.contains("jam") || $0.contains("clock master") || $0.contains("queue started") }.suffix(20)
                 .map { "\(name): \($0)" }.joined(separator: "\n")
         }.joined(separator: "\n")
     }

@@ -181,6 +181,24 @@ final class VirtualNetwork {
         #expect(c.received.map(\.0) == [noteOn(0, 62), noteOff(0, 62), cc(0, 1, 0)])
     }
 
+    /// While a jam runs (`syncsOften`), the initiator exchanges CK every 250 ms from the start, and each side has
+    /// a sample of each exchange; without it, 6 quick ones 1.5 s apart.
+    @Test func whileAJamRunsTheInitiatorSyncsClocksEveryQuarterSecond() {
+        for often in [false, true] {
+            let net = VirtualNetwork()
+            let a = net.add(1, name: "A", ssrc: 100)
+            let b = net.add(2, name: "B", ssrc: 200)
+            a.session.syncsOften = often
+            a.session.invite(b.address, label: "b", now: net.now)
+            net.deliver()
+            net.run(seconds: 5)
+            let started = a.sentSessionPackets.filter { if case .clockSync(let ck) = $0 { ck.count == 0 } else { false } }.count
+            let finished = b.sentSessionPackets.filter { if case .clockSync(let ck) = $0 { ck.count == 1 } else { false } }.count
+            #expect(often ? (16...21).contains(started) : started == 4, "syncsOften \(often): \(started) CK in 5 s")
+            #expect(finished == started)
+        }
+    }
+
     @Test func initiatorSyncsClocksQuicklyThenEveryTwoSecondsAndNeverAnswersCountTwo() {
         let net = VirtualNetwork()
         let a = net.add(1, name: "A", ssrc: 100)
