@@ -106,8 +106,9 @@ public final class ALSASequencer: @unchecked Sendable {
             let before = MonotonicClock.now()
             guard snd_seq_control_queue(handle, queue, Int32(SND_SEQ_EVENT_START.rawValue), 0, nil) >= 0,
                   snd_seq_drain_output(handle) >= 0 else { return nil }
-            start = (before, MonotonicClock.now().nanoseconds - before.nanoseconds)
-            if start!.uncertainty < startCertainty { break }
+            let uncertainty = MonotonicClock.now().nanoseconds - before.nanoseconds
+            start = (before, uncertainty)
+            if uncertainty < startCertainty { break }
         }
         return start
     }

@@ -44,7 +44,7 @@ final class ALSAClient: @unchecked Sendable {
         sequencer = try ALSASequencer(clientName: clientName, calls: calls)
         logger.info("ALSA sequencer client '\(clientName)' is client \(sequencer.clientID)")
         if sequencer.queueStartUncertainty >= ALSASequencer.startCertainty {
-            logger.notice("ALSA: the sequencer's queue started within \(Double(sequencer.queueStartUncertainty / 10_000) / 100) ms, not better (a busy machine): what is sent to ports ahead of its time may be up to that late")
+            logger.notice("ALSA: the sequencer's queue started within \((Double(sequencer.queueStartUncertainty) / 1e6).decimal(2)) ms, not better (a busy machine): what is sent to ports ahead of its time may be up to that late")
         }
     }
 

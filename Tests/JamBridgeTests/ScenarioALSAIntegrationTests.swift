@@ -358,18 +358,20 @@ private func ms(_ value: Double) -> String { String(format: "%.2f ms", value) }
 
 /// Offsets in milliseconds, summed up.
 private struct OffsetFigures: CustomStringConvertible {
-    var count: Int
+    /// The offsets themselves, in order.
+    var offsets: [Double]
     var meanAbsolute: Double
     var medianAbsolute: Double
     var mean: Double
     var maximum: Double
+    var count: Int { offsets.count }
 
     init(_ offsets: [Double]) {
         let magnitudes = offsets.map(abs).sorted()
-        count = offsets.count
-        meanAbsolute = magnitudes.reduce(0, +) / Double(max(1, count))
-        medianAbsolute = magnitudes.isEmpty ? 0 : magnitudes[count / 2]
-        mean = offsets.reduce(0, +) / Double(max(1, count))
+        self.offsets = offsets
+        meanAbsolute = magnitudes.reduce(0, +) / Double(max(1, offsets.count))
+        medianAbsolute = magnitudes.isEmpty ? 0 : magnitudes[offsets.count / 2]
+        mean = offsets.reduce(0, +) / Double(max(1, offsets.count))
         maximum = magnitudes.last ?? 0
     }
 
@@ -390,7 +392,6 @@ private struct OffsetFigures: CustomStringConvertible {
 private struct ClockComparison: CustomStringConvertible {
     var ticks: OffsetFigures
     var beats: OffsetFigures
-    var beatOffsets: [Double]
     var masterJitter: Double
     var description: String { "ticks \(ticks); beats \(beats); the master's own ticks off its period by up to \(ms(masterJitter))" }
 }
@@ -416,7 +417,7 @@ private func clockComparison(master: [Int: Double], follower: [Int: Double], fro
     let jitter = zip(indices.dropFirst(), indices).compactMap { k, before in
         k == before + 1 ? abs((master[k]! - master[before]!) - period) * 1000 : nil
     }.max() ?? 0
-    return ClockComparison(ticks: OffsetFigures(ticks), beats: OffsetFigures(beats), beatOffsets: beats, masterJitter: jitter)
+    return ClockComparison(ticks: OffsetFigures(ticks), beats: OffsetFigures(beats), masterJitter: jitter)
 }
 
 /// What the status page's `GET /status` answers.
@@ -1121,7 +1122,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             let detail = """
                 rack's device: \(opening(lab.drumMachine))
                 phone's device: \(opening(lab.synth))
-                beats: \(sync.beatOffsets.map { ($0 * 10).rounded() / 10 })
+                beats: \(sync.beats.offsets.map { ($0 * 10).rounded() / 10 })
                 \(lab.jamLines)
                 """
             // Paired by index, a slip would put every beat after it a period (20.8 ms) off: none is half a period off.
