@@ -330,6 +330,12 @@ extension DaemonStatus {
                 lines.append("  peer '\(peer.name)' at \(peer.address) (\(peer.weInvited ? "we invited it" : "it invited us")): \(clock)\(offset), \(counted(peer.journalRepairs, "journal repair"))")
             }
             for invitation in session.invitations { lines.append("  " + invitation.line) }
+            let wrongAddress = session.counters["wrongAddress"] ?? 0, outOfWindow = session.counters["outOfWindow"] ?? 0,
+                implausible = session.counters["implausibleSongPositions"] ?? 0
+            if wrongAddress + outOfWindow + implausible > 0 {
+                lines.append("  dropped under peers' SSRCs: \(wrongAddress) from an address no peer joined from, "
+                             + "\(outOfWindow) far out of sequence, \(counted(implausible, "journal")) putting a song too far on")
+            }
         }
         for (name, osc) in self.osc.sorted(by: { $0.key < $1.key }) {
             lines.append("\(name): OSC on \(osc.listen)")

@@ -29,6 +29,15 @@ struct PeerMIDIState {
         state.running && positionKnown ? (Int(state.position) - 1) & (SenderTime.songTickModulus - 1) : nil
     }
 
+    /// How many ticks on from the sender's count as we have it `clock` (a journal's chapter Q count, modulo 2^19) is,
+    /// between -2^18 and 2^18; nil unless its song runs and the count is known.
+    func ticks(to clock: UInt32) -> Int? {
+        guard state.running, positionKnown else { return nil }
+        let modulus = SenderTime.songTickModulus
+        let ahead = (Int(clock) - Int(state.position)) & (modulus - 1)
+        return ahead < modulus / 2 ? ahead : ahead - modulus
+    }
+
     /// Packets were lost and no journal came to repair them: the ticks they held are not counted until one says where
     /// the song is.
     mutating func forgetPosition() {

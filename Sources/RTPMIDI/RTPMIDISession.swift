@@ -52,6 +52,12 @@ public struct SessionCounters: Equatable, Sendable {
     public var malformed = 0
     /// RTP packets from an SSRC with no session.
     public var unknownSender = 0
+    /// RTP, CK, RS and BY under a peer's SSRC from an address it did not join from (another host, or another port of
+    /// its host): dropped, whatever they say. A peer is where it joined from; its SSRC is in every packet it sends.
+    public var wrongAddress = 0
+    /// RTP packets whose sequence number is far from the peer's (more than `RTPMIDISession.maxDropout` ahead or
+    /// `maxMisorder` behind): dropped unless the next packet follows on from it (the sender really moved on).
+    public var outOfWindow = 0
     /// CK exchanges ignored for an impossible round trip (negative or over 10 s: times echoed wrong).
     public var badClockSyncs = 0
     /// Missing RTP sequence numbers seen (packets lost or reordered on the way).
@@ -74,6 +80,9 @@ public struct SessionCounters: Equatable, Sendable {
     /// RTP packets that arrived after a later one (or twice): dropped, since the journal of
     /// the later one repaired what they held.
     public var latePackets = 0
+    /// Journals whose chapter Q put a running song further on than the time since the peer's last packet allows (or
+    /// behind it): their chapter Q was not followed.
+    public var implausibleSongPositions = 0
     /// Losses repaired from a recovery journal, and the MIDI messages the repairs played.
     public var repairs = 0
     public var repairMessages = 0
@@ -172,9 +181,9 @@ public final class RTPMIDISession {
         case .accepted(let h): accepted(h, on: port, from: address, now: now)
         case .rejected(let h): rejected(h, from: address, now: now)
         case .bye(let h): bye(h, from: address, now: now)
-        case .clockSync(let ck): clockSync(ck, from: address, now: now)
+        case .clockSync(let ck): clockSync(ck, on: port, from: address, now: now)
         case .receiverFeedback(let ssrc, let sequence):
-            guard let peer = peer(ssrc) ?? returned(ssrc, from: address, now: now) else { return }
+            guard case .peer(let peer) = sender(ssrc, on: port, from: address, now: now) else { return }
             peer.sender.confirm(sequence)
             // A sender put back when packets are taken back keeps what the peer confirmed meanwhile.
             for index in peer.ahead.indices { peer.ahead[index].senderBefore.confirm(sequence) }
@@ -271,7 +280,7 @@ public final class RTPMIDISession {
             acceptData(h, for: peer, from: address)
             delegate.session(peerJoined: peer.info)
             takeOver(peer, now: now)
-        } else if let peer = peer(h.ssrc), peer.token == h.token, peer.info.address.isSameHost(as: address) {
+        } else if let peer = peer(h.ssrc), peer.token == h.token, peer.isAt(address, on: .data) {
             acceptData(h, for: peer, from: address) // a repeated IN (our OK was lost) is answered, not announced
         } else {
             counters.invitationsRejected += 1
@@ -342,7 +351,7 @@ public final class RTPMIDISession {
 
     private func bye(_ h: SessionPacket.Handshake, from address: NetworkAddress, now: MonotonicInstant) {
         // macOS sends BY with token 0 and reuses SSRCs: match by SSRC, not token.
-        if let peer = peer(h.ssrc), peer.info.address.isSameHost(as: address) {
+        if let peer = peer(h.ssrc), peer.isAt(address) {
             remove(peer, reason: .saidGoodbye, now: now)
         } else if let index = targets.firstIndex(where: {
             if case .inviting(let invitation) = $0.state { invitation.address.isSameHost(as: address) && invitation.peerSSRC == h.ssrc }
@@ -352,9 +361,13 @@ public final class RTPMIDISession {
         }
     }
 
-    private func clockSync(_ ck: SessionPacket.ClockSync, from address: NetworkAddress, now: MonotonicInstant) {
-        guard let peer = peer(ck.ssrc) ?? returned(ck.ssrc, from: address, now: now) else {
-            if isDeparted(ck.ssrc, at: address, now: now) { return } // answering late: see `returned`
+    private func clockSync(_ ck: SessionPacket.ClockSync, on port: SessionPort, from address: NetworkAddress,
+                           now: MonotonicInstant) {
+        let peer: SessionPeer
+        switch sender(ck.ssrc, on: port, from: address, now: now) {
+        case .peer(let known): peer = known
+        case .departed, .wrongAddress: return // a departed one answering late: see `returned`
+        case .stranger:
             if ck.count == 1, let old = peers.values.first(where: { $0.info.weInvited && $0.dataAddress == address }) {
                 // Our CK was answered from the peer's address under another SSRC: it restarted
                 // (pymidi answers CK from anyone). Let the old one go and invite the new one now.
@@ -412,19 +425,36 @@ public final class RTPMIDISession {
             drop("\(error)", from: address)
             return
         }
-        guard let peer = peer(header.ssrc) ?? returned(header.ssrc, from: address, now: now) else {
-            if isDeparted(header.ssrc, at: address, now: now) { return } // see `returned`; its journal repairs what it held
+        let peer: SessionPeer
+        switch sender(header.ssrc, on: .data, from: address, now: now) {
+        case .peer(let known): peer = known
+        case .departed, .wrongAddress: return // see `returned`; a departed one's journal repairs what it held
+        case .stranger:
             counters.unknownSender += 1
             delegate.session(dropped: "RTP from SSRC \(header.ssrc), which has no session", from: address)
             return
         }
         if let last = peer.lastSequence {
-            let distance = Int16(bitPattern: header.sequence &- last)
-            guard distance > 0 else { // a duplicate, or overtaken: what it held was repaired or passed on
-                counters.latePackets += 1
-                return
-            }
-            if distance > 1 {
+            let distance = Int(Int16(bitPattern: header.sequence &- last))
+            if distance <= 0 || distance > Self.maxDropout {
+                // A duplicate or one overtaken (what it held was repaired or passed on), or far ahead: dropped, and the
+                // sequence stays, unless this is the `resynchronization`th packet in a row that follows on from the one
+                // before: the peer's count is there (it restarted it, or a forged packet pushed ours ahead, which
+                // would otherwise make every real packet after it late).
+                let streak = peer.probation?.next == header.sequence ? peer.probation!.streak + 1 : 1
+                guard streak >= Self.resynchronization else {
+                    peer.probation = (header.sequence &+ 1, streak)
+                    if distance <= 0 {
+                        counters.latePackets += 1
+                    } else {
+                        counters.outOfWindow += 1
+                        delegate.session(dropped: "RTP sequence \(header.sequence) from '\(peer.info.name)' is \(distance) "
+                                         + "ahead of its last, \(last)", from: address)
+                    }
+                    return
+                }
+                peer.lossUnrepaired = true // its journal says what it holds
+            } else if distance > 1 {
                 counters.sequenceGaps += Int(distance) - 1
                 peer.lossUnrepaired = true
             }
@@ -459,7 +489,9 @@ public final class RTPMIDISession {
                     peer.lossUnrepaired = true
                 }
                 guard peer.lossUnrepaired else { return }
-                repair(peer, journal: UnsafeRawBufferPointer(rebasing: packet[journal]), from: address) { pass($0, ticks: nil) }
+                repair(peer, journal: UnsafeRawBufferPointer(rebasing: packet[journal]), from: address, now: now) {
+                    pass($0, ticks: nil)
+                }
             }) { message, ticks in pass(message, ticks: ticks) }
         } catch {
             drop("\(error)", from: address)
@@ -472,6 +504,8 @@ public final class RTPMIDISession {
         }
         counters.packetsReceived += 1
         peer.lastSequence = header.sequence
+        peer.lastPacket = now
+        peer.probation = nil
         if peer.feedbackDue == nil {
             let earliest = peer.lastFeedbackSent?.advanced(byNanoseconds: configuration.receiverFeedbackInterval) ?? now
             peer.feedbackDue = max(now, earliest)
@@ -481,13 +515,28 @@ public final class RTPMIDISession {
     /// After loss, hands `pass` the MIDI that brings what `peer` played, as we passed it on,
     /// to the state its `journal` codes (see PeerMIDIState.repair).
     private func repair(_ peer: SessionPeer, journal bytes: UnsafeRawBufferPointer, from address: NetworkAddress,
-                        _ pass: (MIDIMessage) -> Void) {
-        let journal: RecoveryJournal
+                        now: MonotonicInstant, _ pass: (MIDIMessage) -> Void) {
+        var journal: RecoveryJournal
         do {
             journal = try RecoveryJournal(parsing: bytes)
         } catch { // unreachable: the walk checked the journal with the same code
             drop("\(error)", from: address)
             return
+        }
+        // Its chapter Q's count of a running song is checked against ours: the ticks lost since the last packet can
+        // be no more than the fastest clock makes in that time. A count beyond (a forged journal's, say, which would
+        // move the song a thousand bars on) is not followed, nor the rest of the chapter: the song goes on at our count.
+        var followsCount = true
+        if let q = journal.system?.sequencer, q.running, let clock = q.clock, let ahead = peer.midi.ticks(to: clock),
+           let last = peer.lastPacket {
+            let elapsed = Double(now.nanoseconds - min(last.nanoseconds, now.nanoseconds)) / 1e9
+            if ahead < 0 || Double(ahead) > elapsed * Self.fastestTicksPerSecond + Self.songTickTolerance {
+                journal.system?.sequencer = nil
+                followsCount = false
+                counters.implausibleSongPositions += 1
+                delegate.session(dropped: "a journal from '\(peer.info.name)' puts its song \(ahead) ticks on from ours "
+                                 + "after \(Int(elapsed * 1000)) ms: not followed", from: address)
+            }
         }
         peer.lossUnrepaired = false
         counters.repairs += 1
@@ -498,6 +547,7 @@ public final class RTPMIDISession {
             pass(message)
         }
         // The journal covers every packet lost if its checkpoint is one we have.
+        guard followsCount else { return }
         peer.midi.adoptPosition(from: journal, coversLoss: peer.lastSequence.map { Int16(bitPattern: journal.checkpoint &- $0) <= 0 } ?? false)
     }
 
@@ -713,6 +763,14 @@ public final class RTPMIDISession {
         }
         repostWithdrawn(peer)
     }
+
+    /// The fastest a song's count may move: 600 BPM (the fastest tempo the jam's follower follows) at 24 ticks a beat;
+    /// and the ticks a journal's count may be ahead of that (a beat).
+    static let fastestTicksPerSecond = 240.0, songTickTolerance = 24.0
+
+    /// How far ahead of the last a peer's RTP sequence number is taken by itself (RFC 3550's MAX_DROPOUT); beyond, or
+    /// behind the last, only as the `resynchronization`th packet in a row that follows on from the one before.
+    static let maxDropout = 3000, resynchronization = 3
 
     /// How close to its time a packet prepared ahead stays in the lane when another is sent (`sending`): 1 ms.
     static let imminence: UInt64 = 1_000_000
@@ -978,25 +1036,48 @@ public final class RTPMIDISession {
         departed.append(record)
     }
 
-    /// The peer `ssrc` (its control or data SSRC), removed a moment ago for silence, sent from its host: it was only
-    /// slow. Back at once as it was (what it holds is then what its next journal says) unless we are inviting it: it
-    /// may be about to take the BY and the invitation we sent it, so it is back only if it leaves that unanswered
-    /// until the next attempt (`tick`). Nil if it is not back (yet), or is no such peer.
-    private func returned(_ ssrc: UInt32, from address: NetworkAddress, now: MonotonicInstant) -> SessionPeer? {
-        guard let index = departed.firstIndex(where: { $0.mayReturn && $0.isPeer(ssrc, at: address) && now < $0.until }),
-              halfOpen[departed[index].peer.info.ssrc] == nil // it invited us again: a new session is on its way
-        else { return nil }
-        if let target = targets.firstIndex(where: { $0.address == departed[index].peer.info.address }),
-           case .inviting = targets[target].state {
-            departed[index].heard = true
-            return nil
-        }
-        return bringBack(index, now: now)
+    /// Who sent a packet under a control or data SSRC (`sender`).
+    private enum Sender {
+        /// A connected peer, or one that fell silent and is back with this packet.
+        case peer(SessionPeer)
+        /// A peer removed a moment ago that is not back (yet): the packet is dropped quietly.
+        case departed
+        /// The SSRC is a peer's, the address is not where it joined from: dropped and counted.
+        case wrongAddress
+        /// No peer has the SSRC.
+        case stranger
     }
 
-    /// True if `ssrc` at `address`'s host is a peer removed a moment ago (whose packets are then no stranger's).
-    private func isDeparted(_ ssrc: UInt32, at address: NetworkAddress, now: MonotonicInstant) -> Bool {
-        departed.contains { $0.isPeer(ssrc, at: address) && now < $0.until }
+    /// Who sent a packet under `ssrc` (a control or data SSRC) that came on `port` from `address` at `now`. A peer is
+    /// where it joined from: its SSRC (in every packet it sends, readable by anyone on the network) from any other
+    /// address or port is dropped and counted (`wrongAddress`), never taken as the peer's. A peer removed a moment ago
+    /// for silence comes back from those addresses only: it was only slow, and is back at once as it was (what it holds
+    /// is then what its next journal says), unless we are inviting it: it may be about to take the BY and the invitation
+    /// we sent it, so it is back only if it leaves that unanswered until the next attempt (`tick`).
+    private func sender(_ ssrc: UInt32, on port: SessionPort, from address: NetworkAddress, now: MonotonicInstant) -> Sender {
+        if let peer = peer(ssrc) {
+            if peer.isAt(address, on: port) { return .peer(peer) }
+            return refuse(ssrc, of: peer.info, from: address)
+        }
+        guard let index = departed.firstIndex(where: { $0.peer.has(ssrc) && now < $0.until }) else { return .stranger }
+        let record = departed[index]
+        guard record.peer.isAt(address, on: port) else { return refuse(ssrc, of: record.peer.info, from: address) }
+        // It invited us again: a new session is on its way.
+        guard record.mayReturn, halfOpen[record.peer.info.ssrc] == nil else { return .departed }
+        if let target = targets.firstIndex(where: { $0.address == record.peer.info.address }),
+           case .inviting = targets[target].state {
+            departed[index].heard = true
+            return .departed
+        }
+        return .peer(bringBack(index, now: now))
+    }
+
+    /// Drops a packet under `ssrc`, the SSRC of `peer`, from `address`, which is not where it joined from.
+    private func refuse(_ ssrc: UInt32, of peer: PeerInfo, from address: NetworkAddress) -> Sender {
+        counters.wrongAddress += 1
+        delegate.session(dropped: "a packet under the SSRC of '\(peer.name)' (\(ssrc)) from an address it did not join from",
+                         from: address)
+        return .wrongAddress
     }
 
     /// Brings back the departed peer at `index`, heard from, as it was.

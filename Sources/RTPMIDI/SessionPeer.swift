@@ -62,10 +62,6 @@ struct DepartedPeer {
     /// Releases of what we had left on at it, routed while it was away: sent when it is back.
     var releases: [MIDIMessage] = []
 
-    /// True if this is the peer `ssrc` (its control or data SSRC) at `address`'s host.
-    func isPeer(_ ssrc: UInt32, at address: NetworkAddress) -> Bool {
-        (peer.info.ssrc == ssrc || peer.dataSSRC == ssrc) && peer.info.address.isSameHost(as: address)
-    }
 }
 
 /// An invitation we accepted on the control port whose data-port IN has not come yet: all a
@@ -194,6 +190,11 @@ final class SessionPeer {
     var unansweredSyncs = 0
     /// The last RTP sequence received, and whether an RS for it is still to be sent.
     var lastSequence: UInt16?
+    /// When the last RTP packet taken from it came.
+    var lastPacket: MonotonicInstant?
+    /// After packets behind `lastSequence` or far ahead of it (dropped): the sequence number that, next, follows on
+    /// from them, and how many in a row did (see `RTPMIDISession.resynchronization`).
+    var probation: (next: UInt16, streak: Int)?
     var feedbackDue: MonotonicInstant?
     var lastFeedbackSent: MonotonicInstant?
     /// When a journal-only packet is next due while our journal to the peer is unconfirmed
@@ -234,6 +235,20 @@ final class SessionPeer {
         self.receiver = receiver
         self.sender = sender
         lastClockSync = now
+    }
+
+    /// True if `ssrc` is the peer's control or data SSRC.
+    func has(_ ssrc: UInt32) -> Bool { info.ssrc == ssrc || dataSSRC == ssrc }
+
+    /// True if `address` is where the peer joined from for what comes on our `port`: its control port's address for
+    /// the control port, its data port's for the data port (a real RTP receiver binds a source to its transport
+    /// address), or either if `port` is nil.
+    func isAt(_ address: NetworkAddress, on port: SessionPort? = nil) -> Bool {
+        switch port {
+        case .control: address == info.address
+        case .data: address == dataAddress
+        case nil: address == info.address || address == dataAddress
+        }
     }
 
     /// The earliest time this peer needs the session's attention.

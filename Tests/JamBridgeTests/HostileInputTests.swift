@@ -7,15 +7,15 @@ import Testing
 @Suite(.serialized) struct HostileInputTests {
     private let peers = repositoryRoot.appendingPathComponent("Tests/Peers")
 
-    /// A daemon running `routes` (given its session port) from a folder of its own, once its session listens; the
-    /// folder and the port.
-    private func daemon(_ routes: (UInt16) -> String) throws -> (JamBridgeProcess, dir: URL, port: UInt16) {
+    /// A daemon running `routes` (given its session port) from a folder of its own (with `--monitor` if `monitored`),
+    /// once its session listens; the folder and the port.
+    private func daemon(monitored: Bool = false, _ routes: (UInt16) -> String) throws -> (JamBridgeProcess, dir: URL, port: UInt16) {
         try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
         let dir = try temporaryDirectory()
         let port = freshSessionPort()
         let file = dir.appendingPathComponent("routes.yaml")
         try routes(port).write(to: file, atomically: true, encoding: .utf8)
-        let daemon = try JamBridgeProcess(["run", "--stop-after", "60", file.path])
+        let daemon = try JamBridgeProcess(["run", "--stop-after", "60"] + (monitored ? ["--monitor"] : []) + [file.path])
         #expect(waitUntilBound([port, port + 1]))
         return (daemon, dir, port)
     }
@@ -124,6 +124,33 @@ import Testing
         let lines = result.err.split(separator: "\n")
         #expect(lines.filter { $0.contains("clock master") }.count <= 12, "\(result.err)")
         #expect(lines.count <= 100, "\(lines.count) log lines for \(received) messages")
+    }
+
+    /// Issue 41: a peer leads a song; one packet under its SSRC, forged from another address (a Stop), or from its
+    /// own as a spoofer would (30,000 on in sequence; a journal putting the song at tick 500,000), neither stops nor
+    /// moves the song at the clock outputs, and is counted.
+    @Test(arguments: [("stop", "wrongAddress"), ("sequence", "outOfWindow"), ("journal", "implausibleSongPositions")])
+    func oneForgedPacketUnderTheLeadersSSRCNeitherStopsNorMovesItsSong(kind: String, counter: String) throws {
+        let (daemon, _, port) = try self.daemon(monitored: true) { """
+            session: { name: hub, port: \($0), bind: 127.0.0.1, advertise: false }
+            clock: { to: [drum-machine] }
+            endpoints:
+              drum-machine: { record: clock.mid }
+            """ }
+        let attack = try run(peersPython.path, [peers.appendingPathComponent("hostile.py").path, "forged", "\(port)", kind],
+                             mergingErrors: true)
+        #expect(attack.status == 0, "\(attack.out)")
+        let status = try #require(try waitFor { try daemonStatus(daemon.pid) } until: { $0.jam?.songBeat == nil })
+        #expect(status.session?.counters[counter] == 1, "\(String(describing: status.session?.counters))")
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        // What the clock output saw, as the monitor shows it: one Start, the peer's ticks, its one Stop.
+        let clock = result.out.split(separator: "\n").filter { $0.contains("jam -> drum-machine") }
+            .map { $0.split(separator: " ").last.map(String.init) ?? "" }
+        #expect(clock.filter { $0 != "Clock" } == ["Start", "Stop"], "\(clock.filter { $0 != "Clock" })\n\(result.err)")
+        let ticks = clock.filter { $0 == "Clock" }.count
+        #expect((180...200).contains(ticks), "\(ticks) ticks for the 4 s (192 ticks) the peer led at 120 BPM")
     }
 
     @Test func aRealPeerJoinsAndPlaysWhileTwoThousandForgedInvitationsASecondKeepComing() throws {

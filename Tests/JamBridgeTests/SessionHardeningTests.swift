@@ -225,6 +225,36 @@ private let pulse = [TimedSong.Entry(offset: 0, message: noteOn(0, 60, 100)),
         }
     }
 
+    /// Issue 41: pymidi stopped (SIGSTOP) until it is removed and invited again; meanwhile, within its return grace, a
+    /// clock sync under its SSRC from another port of its host does not bring it back (it was brought back, and our
+    /// clock syncs went to that port), and is counted.
+    @Test func aStalledPeersSSRCFromAnotherPortOfItsHostDoesNotBringItBack() throws {
+        let pymidiPort = freshSessionPort()
+        let laptop = try pymidi(at: pymidiPort, for: 60)
+        let rack = try self.rack(inviting: pymidiPort, playing: pulse, loop: true, for: 60)
+        defer { kill(laptop.pid, SIGCONT); laptop.kill() }
+        #expect(laptop.waitForLine(containing: "note_on"), "\(laptop.lines)")
+        let ssrc = try #require(try waitFor { try daemonStatus(rack.pid)?.session?.peers.first?.ssrc } until: { _ in true })
+        kill(laptop.pid, SIGSTOP)
+        #expect(waitUntil { statusPeers(pid: rack.pid).isEmpty }, "removed once it stopped answering")
+        let forger = try run(peersPython.path, ["-c", """
+            import socket, struct, sys, time
+            forger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            forger.bind(("127.0.0.1", 0))
+            forger.sendto(struct.pack(">HHIB3xQQQ", 0xFFFF, 0x434B, int(sys.argv[2]), 0, int(time.monotonic() * 10000), 0, 0),
+                          ("127.0.0.1", int(sys.argv[1])))
+            """, "\(pymidiPort + 3)", "\(ssrc)"], mergingErrors: true)
+        #expect(forger.status == 0, "\(forger.out)")
+        let status = try #require(try waitFor { try daemonStatus(rack.pid) } until: { ($0.session?.counters["wrongAddress"] ?? 0) >= 1 })
+        #expect(status.session?.counters["wrongAddress"] == 1)
+        Thread.sleep(forTimeInterval: 4) // past the rack's next invitation, which a peer heard from would be back at
+        #expect(statusPeers(pid: rack.pid).isEmpty)
+        rack.interrupt()
+        let result = rack.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(!result.err.contains("is back"), "\(result.err)")
+    }
+
     @Test func aPeerThatInvitedUsIsReplacedAtOnceWhenItRestartsAndItsHeldNotesAreReleased() throws {
         let dir = try temporaryDirectory()
         let hubPort = freshSessionPort(), playerPort = hubPort + 2
