@@ -12,7 +12,7 @@
 //     byte 0 holds flags (bit 0 clear: first feed a well-formed IN on the control and data
 //     ports from host A, so connected states are reached; bit 1: accept only "fuzz*"/"Mac*";
 //     bit 2: running status; bit 3: invite host B first), then records of [op][len][bytes]:
-//     op bit 0 = port, bits 1-2 = sender host (A-D; port 5004 control, 5005 data),
+//     op bit 0 = port, bits 1-2 = sender host (A-C, and A from ports 6004 and 6005; else port 5004 control, 5005 data),
 //     bits 3-5 = time step (0 to 61 s), bits 6-7 = what to do: 0/1 feed `len` bytes as a
 //     datagram, 2 parse `len` bytes as MIDI and `send` each message to the peers then
 //     `flush`, 3 `invite` the host (or `close` if len >= 0x80). `tick(now)` follows each.
@@ -30,7 +30,8 @@
 //     - peerJoined names a peer not already joined, peerLeft one that is, after all its
 //       notes and pedals were released through `received` (notes as the session tracks them:
 //       CC 120 and 123-127 end a channel's notes, CC 121 lifts its pedals); MIDI arrives only
-//       from joined peers, at the current time;
+//       from joined peers, at the current time; MIDI passed on, and a peer brought back, while a
+//       datagram is read are a peer's at the datagram's host (a peer is where it joined from);
 //     - connectedPeers matches the joined set, and never exceeds the number of distinct
 //       SSRCs seen in IN and OK packets; counters never decrease;
 //     - after tick(now) nothing is due at or before now (nextDeadline > now).
@@ -81,8 +82,9 @@ func isCanonical(_ packet: SessionPacket, _ count: Int, _ bytes: UnsafeRawBuffer
 
 // MARK: (b) a session driven by the input
 
+/// Host A, host B, host C, and host A from another pair of ports (a forger on A's host).
 let hosts = [NetworkAddress(ipv4: 10, 0, 0, 1, port: 5004), NetworkAddress(ipv4: 10, 0, 0, 2, port: 5004),
-             NetworkAddress(ipv4: 192, 168, 1, 7, port: 5004), NetworkAddress(ipv4: 172, 16, 0, 9, port: 5004)]
+             NetworkAddress(ipv4: 192, 168, 1, 7, port: 5004), NetworkAddress(ipv4: 10, 0, 0, 1, port: 6004)]
 let steps: [UInt64] = [0, 1_000_000, 100_000_000, 1_000_000_000, 1_500_000_000, 10_000_000_000, 30_000_000_000, 61_000_000_000]
 let peerSSRC: UInt32 = 0x1122_3344, peerToken: UInt32 = 0x5566_7788
 
@@ -102,6 +104,8 @@ final class Checker: RTPMIDISessionDelegate {
     var decoders: [NetworkAddress: RTPMIDIReceiver] = [:]
     /// A peer came back during the current step (it may be sent releases then).
     var returnedNow = false
+    /// Where the datagram being read came from.
+    var feedingFrom: NetworkAddress?
 
     func session(send datagram: UnsafeRawBufferPointer, from port: SessionPort, to address: NetworkAddress) {
         trace("  send \(port) -> \(address): \(SessionPacket.isSessionPacket(datagram) ? String(describing: try? SessionPacket(parsing: datagram)) : "RTP \(datagram.count) bytes")")
@@ -158,6 +162,9 @@ final class Checker: RTPMIDISessionDelegate {
         trace("  received \(message) from \(peer.ssrc)")
         precondition(joined.contains(peer.ssrc), "MIDI from \(peer.ssrc), which has not joined")
         precondition(time == now, "MIDI delivered for \(time), not now (\(now))")
+        if case .datagram = activity, let from = feedingFrom {
+            precondition(peer.address.isSameHost(as: from), "a datagram from \(from) passed on MIDI as \(peer.address)'s")
+        }
         var notes = held[peer.ssrc, default: []]
         switch message {
         case .noteOn(let c, let n, let v): if v.value > 0 { notes.insert(Int(c.value) << 7 | Int(n.value)) } else { notes.remove(Int(c.value) << 7 | Int(n.value)) }
@@ -190,6 +197,9 @@ final class Checker: RTPMIDISessionDelegate {
 
     func session(peerReturned peer: PeerInfo) {
         returnedNow = true
+        if case .datagram = activity, let from = feedingFrom {
+            precondition(peer.address.isSameHost(as: from), "a datagram from \(from) brought back \(peer.address)")
+        }
         trace("  back \(peer.ssrc) '\(peer.name)'")
         precondition(joined.insert(peer.ssrc).inserted, "peer \(peer.ssrc) came back while joined")
         precondition(held[peer.ssrc, default: []].isEmpty)
@@ -225,6 +235,7 @@ func driveSession(_ input: UnsafeRawBufferPointer) {
         checker.activity = .datagram(packet)
         checker.replies.removeAll()
         checker.returnedNow = false
+        checker.feedingFrom = address
         session.receive(bytes, on: port, from: address, now: now)
         let replies = checker.replies.filter { $0.packet != nil } // RTP only to a peer that came back, checked when sent
         precondition(replies.count <= 1, "one datagram (\(String(describing: packet))) answered by \(replies.count)")
@@ -299,7 +310,7 @@ func driveSession(_ input: UnsafeRawBufferPointer) {
         case 0, 1:
             let end = min(offset + length, input.count)
             let port: SessionPort = op & 1 == 0 ? .control : .data
-            feed(UnsafeRawBufferPointer(rebasing: input[offset..<end]), on: port, from: port == .control ? host : host.with(port: 5005))
+            feed(UnsafeRawBufferPointer(rebasing: input[offset..<end]), on: port, from: port == .control ? host : host.with(port: host.port + 1))
             offset = end
         case 2:
             let end = min(offset + length, input.count)
