@@ -7,6 +7,10 @@
 #   transport    a joined peer's Start and Stop in turn, 10,000 a second for 10 s (Tests/Peers/hostile.py)
 #   backdated    a joined peer's Start stamped 30 s in the past, against a running master
 #   invitations  forged AppleMIDI INs, 2,000 a second for 10 s, while a real peer joins (time to its joining)
+#   forged-stop, forged-sequence, forged-journal
+#                a joined peer leads a song for 4 s (192 ticks) with one forged packet under its SSRC 2 s in: a Stop
+#                from 127.0.0.2, a tick 30,000 on in sequence, a journal putting the song at tick 500,000 (the last
+#                two from the peer's own address, as a spoofer would; Tests/Peers/hostile.py forged)
 #
 #   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [transport] [backdated] [invitations]
 #   JAMBRIDGE=/path/to/jambridge Benchmarks/hostile-input.sh      # another build (e.g. an older one)
@@ -21,7 +25,7 @@ if [ -z "${JAMBRIDGE:-}" ]; then
     JAMBRIDGE=$root/.build-bench/release/jambridge
 fi
 floods=("$@")
-[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations)
+[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations forged-stop forged-sequence forged-journal)
 work=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -113,6 +117,11 @@ EOF
                 echo 20000
             }
             measure "forged IN 2,000/s, 10 s" "echo \"a real peer \$(cat '$work/joined')\"" join_during_flood ;;
+        forged-*)
+            kind=${flood#forged-}
+            counter=$(case $kind in stop) echo wrongAddress ;; sequence) echo outOfWindow ;; *) echo implausibleSongPositions ;; esac)
+            measure "a peer's song, one forged $kind" "status '\"%d counted (%s); the clock output got %d messages (the peer sent 192 ticks, a Start, a Stop)\" % (s[\"session\"][\"counters\"].get(\"$counter\", 0), \"$counter\", s[\"endpoints\"][\"drum-machine\"][\"out\"])'" \
+                bash -c "'$python' '$peers/hostile.py' forged $session $kind >/dev/null; echo 1" ;;
         *) echo "unknown flood $flood" >&2; exit 2 ;;
     esac
 done
