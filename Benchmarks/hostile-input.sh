@@ -7,8 +7,10 @@
 #   transport    a joined peer's Start and Stop in turn, 10,000 a second for 10 s (Tests/Peers/hostile.py)
 #   backdated    a joined peer's Start stamped 30 s in the past, against a running master
 #   invitations  forged AppleMIDI INs, 2,000 a second for 10 s, while a real peer joins (time to its joining)
+#   operator     OSC /jambridge/start and /stop, 5,000 a second for 10 s, while `jambridge stop` runs every 2 s
+#                (issue 41: how many are carried out, and the jam's own log lines of the flood)
 #
-#   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [transport] [backdated] [invitations]
+#   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [transport] [backdated] [invitations] [operator]
 #   JAMBRIDGE=/path/to/jambridge Benchmarks/hostile-input.sh      # another build (e.g. an older one)
 # Needs scripts/install-deps.sh's Python (.build-peers/venv with pymidi and python-osc).
 set -euo pipefail
@@ -21,7 +23,7 @@ if [ -z "${JAMBRIDGE:-}" ]; then
     JAMBRIDGE=$root/.build-bench/release/jambridge
 fi
 floods=("$@")
-[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations)
+[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations operator)
 work=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -113,6 +115,20 @@ EOF
                 echo 20000
             }
             measure "forged IN 2,000/s, 10 s" "echo \"a real peer \$(cat '$work/joined')\"" join_during_flood ;;
+        operator)
+            stop_during_flood() {
+                osc_flood /jambridge/ 5000 50000 >/dev/null &
+                local flood=$! carried=0
+                for _ in 1 2 3 4 5; do
+                    sleep 1.9
+                    "$JAMBRIDGE" stop --pid "$pid" >/dev/null 2>&1 && carried=$((carried + 1))
+                done
+                wait "$flood"
+                echo "$carried" >"$work/carried"
+                echo 50000
+            }
+            measure "OSC start/stop 5,000/s, 10 s, jambridge stop every 2 s" \
+                "echo \"jambridge stop carried out \$(cat '$work/carried') of 5; \$(grep -c 'jam: ' '$work/log') jam lines\"" stop_during_flood ;;
         *) echo "unknown flood $flood" >&2; exit 2 ;;
     esac
 done
