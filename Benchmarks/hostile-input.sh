@@ -11,8 +11,10 @@
 #                a joined peer leads a song for 4 s (192 ticks) with one forged packet under its SSRC 2 s in: a Stop
 #                from 127.0.0.2, a tick 30,000 on in sequence, a journal putting the song at tick 500,000 (the last
 #                two from the peer's own address, as a spoofer would; Tests/Peers/hostile.py forged)
+#   operator     OSC /jambridge/start and /stop, 5,000 a second for 10 s, while `jambridge stop` runs every 2 s
+#                (issue 41: how many are carried out, and the jam's own log lines of the flood)
 #
-#   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [transport] [backdated] [invitations]
+#   Benchmarks/hostile-input.sh [osc-nan] [osc-commands] [transport] [backdated] [invitations] [operator] [forged-stop] ...
 #   JAMBRIDGE=/path/to/jambridge Benchmarks/hostile-input.sh      # another build (e.g. an older one)
 # Needs scripts/install-deps.sh's Python (.build-peers/venv with pymidi and python-osc).
 set -euo pipefail
@@ -25,7 +27,7 @@ if [ -z "${JAMBRIDGE:-}" ]; then
     JAMBRIDGE=$root/.build-bench/release/jambridge
 fi
 floods=("$@")
-[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations forged-stop forged-sequence forged-journal)
+[ ${#floods[@]} -eq 0 ] && floods=(osc-nan osc-commands transport backdated invitations operator forged-stop forged-sequence forged-journal)
 work=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -122,6 +124,20 @@ EOF
             counter=$(case $kind in stop) echo wrongAddress ;; sequence) echo outOfWindow ;; *) echo implausibleSongPositions ;; esac)
             measure "a peer's song, one forged $kind" "status '\"%d counted (%s); the clock output got %d messages (the peer sent 192 ticks, a Start, a Stop)\" % (s[\"session\"][\"counters\"].get(\"$counter\", 0), \"$counter\", s[\"endpoints\"][\"drum-machine\"][\"out\"])'" \
                 bash -c "'$python' '$peers/hostile.py' forged $session $kind >/dev/null; echo 1" ;;
+        operator)
+            stop_during_flood() {
+                osc_flood /jambridge/ 5000 50000 >/dev/null &
+                local flood=$! carried=0
+                for _ in 1 2 3 4 5; do
+                    sleep 1.9
+                    "$JAMBRIDGE" stop --pid "$pid" >/dev/null 2>&1 && carried=$((carried + 1))
+                done
+                wait "$flood"
+                echo "$carried" >"$work/carried"
+                echo 50000
+            }
+            measure "OSC start/stop 5,000/s, 10 s, jambridge stop every 2 s" \
+                "echo \"jambridge stop carried out \$(cat '$work/carried') of 5; \$(grep -c 'jam: ' '$work/log') jam lines\"" stop_during_flood ;;
         *) echo "unknown flood $flood" >&2; exit 2 ;;
     esac
 done

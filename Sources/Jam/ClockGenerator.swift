@@ -18,15 +18,13 @@ extension BeatTimeline {
 /// the start or the beat where the tempo last changed: computed, never summed, so nothing drifts. Messages
 /// come out in time order: a transport message is never due before a tick already handed out.
 public struct ClockGenerator: BeatTimeline, Sendable {
-    /// The tempos the generator plays, in quarter notes a minute; requests outside are clamped.
+    /// The tempos the generator plays, in quarter notes a minute; requests outside are refused.
     public static let tempoRange: ClosedRange<Double> = 20...300
 
-    /// What was refused or changed, for status and logs.
+    /// What was refused, for status and logs.
     public struct Counters: Equatable, Sendable {
-        /// Tempo requests that were not a positive number.
+        /// Tempo requests outside `tempoRange` (1e308, 5e-324, NaN).
         public var refusedTempos = 0
-        /// Tempo requests outside `tempoRange`, clamped into it.
-        public var clampedTempos = 0
         /// Song positions set while running or past 16383 sixteenths, and Continues while running.
         public var refusedCommands = 0
     }
@@ -56,24 +54,23 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         period = MIDIClock.tickPeriod(bpm: taken)
     }
 
-    /// Sets the tempo: at once while stopped, from the next beat not yet handed out while running. Returns the
-    /// tempo taken (clamped into `tempoRange`, counted), or nil if `bpm` is not a positive number (counted).
+    /// Sets the tempo: at once while stopped, from the next beat not yet handed out while running. Returns false, and
+    /// counts it, if `bpm` is outside `tempoRange`: a number far out is a mistake or an attack, not a wish to be met
+    /// halfway.
     @discardableResult
-    public mutating func setTempo(_ bpm: Double) -> Double? {
-        guard bpm.isFinite, bpm > 0 else {
+    public mutating func setTempo(_ bpm: Double) -> Bool {
+        guard Self.tempoRange.contains(bpm) else {
             counters.refusedTempos += 1
-            return nil
+            return false
         }
-        let taken = min(max(bpm, Self.tempoRange.lowerBound), Self.tempoRange.upperBound)
-        if taken != bpm { counters.clampedTempos += 1 }
         if isRunning {
-            pendingTempo = taken
+            pendingTempo = bpm
             pendingBeatTick = (position + MIDIClock.ticksPerBeat - 1) / MIDIClock.ticksPerBeat * MIDIClock.ticksPerBeat
         } else {
-            tempo = taken
-            period = MIDIClock.tickPeriod(bpm: taken)
+            tempo = bpm
+            period = MIDIClock.tickPeriod(bpm: bpm)
         }
-        return taken
+        return true
     }
 
     /// Starts the song from its beginning: Start, and the first tick (the downbeat) at the same instant.

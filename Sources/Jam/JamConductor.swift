@@ -65,6 +65,29 @@ public enum JamCommand: Hashable, Sendable {
     case tempo(Double)
 }
 
+/// Where a command to this instance came from. Each channel has its own `JamConductor.transportRate`, so that a flood
+/// through one (a forged Link session, an OSC controller, the network) never refuses the others': the operator's
+/// (the control socket, the status page) above all.
+public enum CommandChannel: Hashable, Sendable, CustomStringConvertible {
+    /// `jambridge start|stop|tempo`.
+    case controlSocket
+    /// The status page's buttons.
+    case statusPage
+    /// An OSC endpoint with `control: true`, by name.
+    case osc(String)
+    /// The Ableton Link session's start, stop and tempo.
+    case link
+
+    public var description: String {
+        switch self {
+        case .controlSocket: "the control socket"
+        case .statusPage: "the status page"
+        case .osc(let endpoint): "OSC endpoint \(endpoint)"
+        case .link: "the Link session"
+        }
+    }
+}
+
 /// One instance's jam (issue 13): the clock election, the activity aggregator, the clock generator it runs as
 /// master and the follower it plays from otherwise, driven by what arrives and by deadlines. Pure: time is passed
 /// in, everything to be done comes out through `emit`.
@@ -108,8 +131,9 @@ public struct JamConductor: Sendable {
     }
 
     /// Transport (Start, Stop, Continue, Song Position, and this instance's start, stop and tempo commands) passes at
-    /// most this fast from one source: a musician's presses, not a flood that would change the master, log lines and
-    /// the clock outputs' Start and Stop thousands of times a second. A full bucket, copied for each source.
+    /// most this fast from one source, or for commands from one `CommandChannel`: a musician's presses, not a flood
+    /// that would change the master, log lines and the clock outputs' Start and Stop thousands of times a second. A
+    /// full bucket, copied for each.
     public static let transportRate = TokenBucket(burst: 8, perSecond: 4)
     /// How much earlier than its arrival, beyond the peer's clock-sync round trip, a transport message may say it was
     /// sent: longer than a loaded machine's stalls, so that an honest Start is read alike by every instance. (A Start
@@ -130,8 +154,8 @@ public struct JamConductor: Sendable {
     public private(set) var counters = Counters()
     /// The last tick made from the follower's timeline; nil until the first after a start.
     private var regenerated: Int?
-    /// Each source's `transportRate`, while it is not full again (at most `transportSources`).
-    private var transportBuckets: [ClockSource: TokenBucket] = [:]
+    /// Each source's and channel's `transportRate`, while it is not full again (at most `transportSources`).
+    private var transportBuckets: [RateKey: TokenBucket] = [:]
     static let transportSources = 64
     /// When the master next looks whether the total changed (every `ActivityAggregator.interval`); nil unless leading.
     private var totalDue: MonotonicInstant?
@@ -240,7 +264,7 @@ public struct JamConductor: Sendable {
             fire(now: arrival, emit: emit)
             return true
         case .start, .stop, .continue, .songPosition:
-            guard admitsTransport(from: source, now: arrival) else {
+            guard admitsTransport(from: .source(source), now: arrival) else {
                 emit(.overRate(message, from: source))
                 return true
             }
@@ -296,18 +320,19 @@ public struct JamConductor: Sendable {
         }
     }
 
-    /// Carries out `command` from this instance's own controls at `now` (asked for at `requested`, which a start on the
-    /// shared timeline counts its bar line from: a Link app's start); returns what happened, for the one who asked.
-    public mutating func perform(_ command: JamCommand, now: MonotonicInstant, requested: MonotonicInstant? = nil,
-                                 emit: (JamOutput) -> Void) -> Result<String, JamRefusal> {
+    /// Carries out `command` from this instance's own controls, through `channel`, at `now` (asked for at `requested`,
+    /// which a start on the shared timeline counts its bar line from: a Link app's start); returns what happened, for
+    /// the one who asked. The election knows every channel as this instance; the rate is the channel's.
+    public mutating func perform(_ command: JamCommand, from channel: CommandChannel, now: MonotonicInstant,
+                                 requested: MonotonicInstant? = nil, emit: (JamOutput) -> Void) -> Result<String, JamRefusal> {
         let transport: TransportCommand
         switch command {
         case .start: transport = .start
         case .stop: transport = .stop
         case .tempo: transport = .tempo
         }
-        guard admitsTransport(from: instance, now: now) else {
-            return .failure(JamRefusal(reason: "refused: more than \(Int(Self.transportRate.perSecond)) starts, stops and tempos a second"))
+        guard admitsTransport(from: .channel(channel), now: now) else {
+            return .failure(JamRefusal(reason: "refused: more than \(Int(Self.transportRate.perSecond)) starts, stops and tempos a second from \(channel)"))
         }
         // Pressed within `simultaneity` of a peer's Start the clock outputs already play (two players pressed at once):
         // if this instance wins (the lower SSRC), its song keeps that downbeat, so no device gets a second Start.
@@ -340,16 +365,16 @@ public struct JamConductor: Sendable {
         case .stop:
             return .success(verdict.change == nil ? "nothing to stop" : "stopped")
         case .tempo(let bpm):
-            guard let taken = generator.setTempo(bpm) else {
-                return .failure(JamRefusal(reason: "refused: the tempo must be a positive number of beats a minute"))
+            guard generator.setTempo(bpm) else {
+                let range = ClockGenerator.tempoRange
+                return .failure(JamRefusal(reason: "refused: the tempo must be \(format(range.lowerBound)) to \(format(range.upperBound)) beats a minute"))
             }
-            let clamped = taken == bpm ? "" : " (held to \(format(ClockGenerator.tempoRange.lowerBound))-\(format(ClockGenerator.tempoRange.upperBound)))"
             guard shared == nil else {
                 // The shared timeline's tempo changes at once, as in Link apps; `share` puts the generator on it.
-                emit(.share(.tempo(taken)))
-                return .success("tempo \(format(taken)) BPM\(clamped) in the Link session")
+                emit(.share(.tempo(bpm)))
+                return .success("tempo \(format(bpm)) BPM in the Link session")
             }
-            return .success("tempo \(format(taken)) BPM\(clamped)\(generator.isRunning ? " from the next beat" : "")")
+            return .success("tempo \(format(bpm)) BPM\(generator.isRunning ? " from the next beat" : "")")
         }
     }
 
@@ -401,8 +426,14 @@ public struct JamConductor: Sendable {
         if let change = election.sourceLeft(.peer(ssrc: ssrc, name: name), now: now) { handle(change, now: now, emit: emit) }
     }
 
+    /// Who a `transportRate` is kept for: a source of transport messages, or a channel of this instance's commands.
+    private enum RateKey: Hashable {
+        case source(ClockSource)
+        case channel(CommandChannel)
+    }
+
     /// True, with one taken from its bucket, if `source` is within `transportRate` at `now`; else counted.
-    private mutating func admitsTransport(from source: ClockSource, now: MonotonicInstant) -> Bool {
+    private mutating func admitsTransport(from source: RateKey, now: MonotonicInstant) -> Bool {
         if transportBuckets[source] == nil, transportBuckets.count >= Self.transportSources {
             transportBuckets = transportBuckets.filter { !$0.value.isFull(at: now) }
         }

@@ -130,10 +130,10 @@ final class Assembly {
         return counters
     }
 
-    /// Has the part whose command it is carry out `command`.
-    func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
+    /// Has the part whose command it is carry out `command`, which came through `channel`.
+    func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal> {
         for running in parts {
-            if let result = running.part.perform(command) { return result }
+            if let result = running.part.perform(command, from: channel) { return result }
         }
         let reason = switch command {
         case .jam: "no jam runs: the route files have no 'clock', 'activity' or 'drums' block"

@@ -374,7 +374,7 @@ final class ControlConnection: ChannelInboundHandler {
         gate.answering(context.channel)
         let connection = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let servers = servers
-        daemon.answer(request) { answer in
+        daemon.answer(request, .controlSocket) { answer in
             let line = answer.line
             servers.execute {
                 let (connection, context) = connection.value

@@ -168,6 +168,8 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         /// Transport messages stamped earlier than the network could have taken to bring them, taken as sent when
         /// they came.
         public var backdated = 0
+        /// Tempos asked for outside 20-300 beats a minute (1e308, 5e-324, NaN), refused.
+        public var refusedTempos = 0
         /// The Ableton Link session the jam shares (`clock: { link: ... }`); nil without one.
         public var link: LinkSession? = nil
     }

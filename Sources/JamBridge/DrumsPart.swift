@@ -62,7 +62,7 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
     }
 
     /// Carries out the drums' commands, on the engine's queue.
-    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>? {
+    func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal>? {
         guard case .drums(let command) = command else { return nil }
         guard let engine else { return .failure(JamRefusal(reason: "the drums are not playing")) }
         let result = engine.queue.sync { player.perform(command) }

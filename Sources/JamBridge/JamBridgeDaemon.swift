@@ -97,17 +97,18 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
     }
 
-    /// Carries out a command to the jam or its drums (as `jambridge start|stop|tempo|drums` and OSC `/jambridge/...` do).
-    public func perform(_ command: ControlCommand) -> Result<String, JamRefusal> {
-        control.sync { assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) }
+    /// Carries out a command to the jam or its drums, as if through `channel` (as `jambridge start|stop|tempo|drums`
+    /// and OSC `/jambridge/...` do).
+    public func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal> {
+        control.sync { assembly?.perform(command, from: channel) ?? .failure(JamRefusal(reason: "jambridge is stopping")) }
     }
 
     /// The daemon as the control socket and the status page ask it: each answer is made on the control queue, after
     /// what is already there (a reload), and handed over there.
     private var access: DaemonAccess {
-        DaemonAccess { [weak self] request, reply in
+        DaemonAccess { [weak self] request, channel, reply in
             guard let self else { return reply(ControlReply(ok: false, message: "jambridge is stopping")) }
-            control.async { reply(self.answerOnControlQueue(request)) }
+            control.async { reply(self.answerOnControlQueue(request, from: channel)) }
         }
     }
 
@@ -132,8 +133,8 @@ public final class JamBridgeDaemon: @unchecked Sendable {
         }
     }
 
-    /// The answer to `request` from the control socket or the status page.
-    private func answerOnControlQueue(_ request: ControlRequest) -> ControlReply {
+    /// The answer to `request` from `channel`: the control socket, the status page or an OSC endpoint.
+    private func answerOnControlQueue(_ request: ControlRequest, from channel: CommandChannel) -> ControlReply {
         let files = options.files.joined(separator: ", ")
         switch request {
         case .status:
@@ -158,7 +159,7 @@ public final class JamBridgeDaemon: @unchecked Sendable {
                 return ControlReply(ok: true, message: "reloaded \(files): \(summary); \(changes)", reload: outcome)
             }
         case .command(let command):
-            switch assembly?.perform(command) ?? .failure(JamRefusal(reason: "jambridge is stopping")) {
+            switch assembly?.perform(command, from: channel) ?? .failure(JamRefusal(reason: "jambridge is stopping")) {
             case .success(let message): return ControlReply(ok: true, message: message)
             case .failure(let refusal): return ControlReply(ok: false, message: refusal.reason)
             }

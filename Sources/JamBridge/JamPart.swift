@@ -46,11 +46,8 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// acts as soon as before.
     static let lead: UInt64 = 100_000_000
     private var refusals = 0
-    /// Changes of clock master logged in the current `changeLogWindow`, and those left out (summed up in one line).
-    private var changeLog = (since: MonotonicInstant(nanoseconds: 0), shown: 0, left: 0)
-    /// At most `changesLogged` changes of master are logged one by one in `changeLogWindow` nanoseconds.
-    private static let changesLogged = 10
-    private static let changeLogWindow: UInt64 = 10_000_000_000
+    /// The jam's lines a flood could repeat, each kind logged one by one at most `LogWindow.limit` times in a window.
+    private var logWindows: [LogKind: LogWindow] = [:]
     private var shownTempo: Double?
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: JamDeclaration)] {
@@ -130,10 +127,10 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         drive { $0.share(state.timeline, now: now, emit: $1) }
         if let seen, state.playing != seen.playing {
             let command: JamCommand = state.playing ? .start : .stop
-            let result = drive { $0.perform(command, now: now, requested: state.playing ? state.playingSince : nil, emit: $1) }
+            let result = drive { $0.perform(command, from: .link, now: now, requested: state.playing ? state.playingSince : nil, emit: $1) }
             switch result {
-            case .success(let text): logger.info("jam: the Link session \(state.playing ? "started" : "stopped"): \(text)")
-            case .failure(let refusal): logger.notice("jam: the Link session \(state.playing ? "started" : "stopped"): \(refusal.reason)")
+            case .success(let text): log(.command, .info, "jam: the Link session \(state.playing ? "started" : "stopped"): \(text)")
+            case .failure(let refusal): log(.refusal, .notice, "jam: the Link session \(state.playing ? "started" : "stopped"): \(refusal.reason)")
             }
         }
         let tempo = (state.timeline.tempo * 10).rounded() / 10
@@ -141,11 +138,12 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             linkTempoLogged = tempo
             let range = ClockGenerator.tempoRange
             if range.contains(state.timeline.tempo) {
-                logger.info("jam: the Link session's tempo is \(tempo) BPM")
+                log(.command, .info, "jam: the Link session's tempo is \(tempo) BPM")
             } else {
-                logger.warning("jam: the Link session's tempo is \(tempo) BPM, outside the jam's \(Int(range.lowerBound))-\(Int(range.upperBound)): the jam keeps its own tempo and beats until it comes back")
+                log(.command, .warning, "jam: the Link session's tempo is \(tempo) BPM, outside the jam's \(Int(range.lowerBound))-\(Int(range.upperBound)): the jam keeps its own tempo and beats until it comes back")
             }
         }
+        closeLogWindows(at: now)
         scheduleTimer(now: now)
     }
 
@@ -199,7 +197,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                 drive { $0.leave(now: MonotonicClock.now(), emit: $1) }
                 logger.info("jam: leaving the session's song to its peers; stopped at this instance's clock outputs")
             }
-            summarizeChanges()
+            closeLogWindows(at: nil)
             routes = []
             waiting = []
         }
@@ -219,11 +217,11 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         _ = leaving // the last reference: it goes as this returns
     }
 
-    /// Carries out the jam's commands (`jambridge start|stop|tempo` or OSC), on the engine's queue.
-    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>? {
+    /// Carries out the jam's commands (`jambridge start|stop|tempo`, the status page or OSC), on the engine's queue.
+    func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal>? {
         guard case .jam(let command) = command else { return nil }
         guard let engine else { return .failure(JamRefusal(reason: "the jam is not running")) }
-        return engine.queue.sync { jam(command) }
+        return engine.queue.sync { jam(command, from: channel) }
     }
 
     /// The conductor as it is now, on the engine's queue: a copy, which the drums read and cannot change.
@@ -235,25 +233,21 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
 
     // MARK: On the engine's queue
 
-    /// Carries out a start, stop or tempo and says what happened.
-    private func jam(_ command: JamCommand) -> Result<String, JamRefusal> {
+    /// Carries out a start, stop or tempo that came through `channel` and says what happened.
+    private func jam(_ command: JamCommand, from channel: CommandChannel) -> Result<String, JamRefusal> {
         guard conductor != nil else { return .failure(JamRefusal(reason: "the jam is not running")) }
         let now = MonotonicClock.now()
-        let overRateBefore = conductor!.counters.transportOverRate
         // A Start's first tick (and the total a new master sends) is due at once: it goes out with it, in the same
         // packet, not when the timer next fires nor after the log lines of the change.
         let result = drive { conductor, emit in
-            let result = conductor.perform(command, now: now, emit: emit)
+            let result = conductor.perform(command, from: channel, now: now, emit: emit)
             conductor.fire(now: now, ahead: Self.lead, emit: emit)
             return result
         }
         fire(now)
         switch result {
-        case .success(let text): logger.info("jam: \(command): \(text)")
-        case .failure(let refusal):
-            // A refusal for the rate is one of a flood (the status page's POSTs, say): logged now and then, like the rest.
-            let overRate = conductor!.counters.transportOverRate
-            if overRate == overRateBefore || isLogged(overRate) { logger.notice("jam: \(command): \(refusal.reason)") }
+        case .success(let text): log(.command, .info, "jam: \(command) from \(channel): \(text)")
+        case .failure(let refusal): log(.refusal, .notice, "jam: \(command) from \(channel): \(refusal.reason)")
         }
         return result
     }
@@ -273,6 +267,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             players: conductor.aggregator.levels(at: now).map { DaemonStatus.Player(name: describe($0.player), level: Int($0.level.value)) }
                 .sorted { $0.name < $1.name },
             refused: refusals, overRate: conductor.counters.transportOverRate, backdated: conductor.counters.backdated,
+            refusedTempos: conductor.generator.counters.refusedTempos,
             link: linkSeen.map { state in
                 let beat = state.timeline.beat(at: now), quantum = state.timeline.quantum
                 return DaemonStatus.LinkSession(peers: state.timeline.peers, tempo: state.timeline.tempo, beat: beat,
@@ -333,6 +328,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private func fire(_ now: MonotonicInstant) {
         guard conductor != nil else { return }
         drive { $0.fire(now: now, ahead: Self.lead, emit: $1) }
+        closeLogWindows(at: now)
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
             shownTempo = tempo
@@ -373,6 +369,12 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                         if release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
                             engine.routeOnQueue(event)
                         } else {
+                            if Self.startsOrStops(event.message) {
+                                // One Start, Stop or Continue at one instant to an output, the last: a song started on
+                                // the Link session's coming bar line and stopped before it left a Start and a Stop
+                                // there, again at each start and stop of a flood.
+                                waiting.removeAll { $0.event.source == event.source && $0.event.time == event.time && Self.startsOrStops($0.event.message) }
+                            }
                             waiting.insert((release, event), at: waiting.firstIndex { $0.release > release } ?? waiting.endIndex)
                         }
                     }
@@ -396,13 +398,11 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                     drive { $0.share(timeline, now: now, emit: $1) }
                 }
             case .changed(let change):
-                log(change)
+                log(.change, .info, "\(change)")
                 monitor?.note("\(change)", at: MonotonicClock.now())
             case .overRate(let message, let source):
                 let count = conductor!.counters.transportOverRate
-                if isLogged(count) {
-                    logger.warning("jam: refused \(message) from \(source): more than \(Int(JamConductor.transportRate.perSecond)) starts and stops a second from one source (\(counted(count, "message")) refused so far)")
-                }
+                log(.refusal, .warning, "jam: refused \(message) from \(source): more than \(Int(JamConductor.transportRate.perSecond)) starts and stops a second from one source (\(counted(count, "message")) refused so far)")
             case .backdated(let message, let source, let seconds):
                 let count = conductor!.counters.backdated
                 if isLogged(count) {
@@ -410,33 +410,47 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                 }
             case .refused(let message, let source, let master):
                 refusals += 1
-                if isLogged(refusals) {
-                    logger.warning("jam: refused \(message) from \(source): \(master.map { "\($0) leads" } ?? "it may not lead") (\(counted(refusals, "message")) refused so far)")
-                }
+                log(.refusal, .warning, "jam: refused \(message) from \(source): \(master.map { "\($0) leads" } ?? "it may not lead") (\(counted(refusals, "message")) refused so far)")
             }
         }
     }
 
-    /// Logs a change of clock master; beyond `changesLogged` in a `changeLogWindow`, one line says how many more.
-    private func log(_ change: LeadershipChange) {
-        let now = MonotonicClock.now()
-        if now.nanoseconds - changeLog.since.nanoseconds >= Self.changeLogWindow {
-            summarizeChanges()
-            changeLog = (now, 0, 0)
-        }
-        guard changeLog.shown < Self.changesLogged else {
-            changeLog.left += 1
-            return
-        }
-        changeLog.shown += 1
-        logger.info("\(change)")
+    private static func startsOrStops(_ message: MIDIMessage) -> Bool {
+        message == .start || message == .stop || message == .continue
     }
 
-    /// Says how many changes of master went unlogged since the window began, if any.
-    private func summarizeChanges() {
-        guard changeLog.left > 0 else { return }
-        logger.warning("jam: \(counted(changeLog.left, "more change")) of clock master in \(Self.changeLogWindow / 1_000_000_000) s, not logged one by one (a flood of starts and stops?)")
-        changeLog.left = 0
+    /// The kinds of the jam's lines a flood could repeat, each bounded by a `LogWindow` of its own.
+    private enum LogKind {
+        /// Changes of clock master.
+        case change
+        /// Commands and transport messages refused: for the rate, by the election, Link's.
+        case refusal
+        /// Starts, stops and tempos carried out, and the Link session's tempo.
+        case command
+
+        /// What the summary line calls `count` lines of the kind.
+        func leftOut(_ count: Int) -> String {
+            switch self {
+            case .change: "\(counted(count, "more change")) of clock master"
+            case .refusal: counted(count, "more refusal")
+            case .command: counted(count, "more start, stop or tempo line")
+            }
+        }
+    }
+
+    /// Logs `line` unless its kind had `LogWindow.limit` lines in the window; beyond, one line says how many more.
+    private func log(_ kind: LogKind, _ level: Logger.Level, _ line: @autoclosure () -> String) {
+        guard logWindows[kind, default: LogWindow()].admits(at: MonotonicClock.now(), summarize: { summarize(kind, $0) }) else { return }
+        logger.log(level: level, "\(line())")
+    }
+
+    /// Ends each kind's window that is over at `now` (nil: every one, as the jam stops), saying how many lines it left out.
+    private func closeLogWindows(at now: MonotonicInstant?) {
+        for kind in logWindows.keys { logWindows[kind]!.close(at: now) { summarize(kind, $0) } }
+    }
+
+    private func summarize(_ kind: LogKind, _ count: Int) {
+        logger.warning("jam: \(kind.leftOut(count)) in \(LogWindow.window / 1_000_000_000) s, not logged one by one (a flood?)")
     }
 
     private func describe(_ policy: ElectionConfiguration.Policy) -> String {

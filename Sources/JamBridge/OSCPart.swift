@@ -29,7 +29,7 @@ final class OSCPart: Part {
             let daemon = context.daemon
             // Answered on the daemon's control queue, after the endpoint's batch: the part it is for carries it out (and logs it).
             endpoint = try OSCEndpoint(name: name, settings: settings, logger: context.logger, monitor: context.monitor,
-                                       commands: { command in daemon.answer(.command(command)) { _ in } })
+                                       commands: { [name] command in daemon.answer(.command(command), .osc(name)) { _ in } })
         } catch {
             throw PartFailure(problem: "\(block.declaration.location): \(name): \(error)", consequence: "this endpoint stays silent")
         }

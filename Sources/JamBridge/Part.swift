@@ -33,9 +33,9 @@ protocol Part: AnyObject {
     /// takes, before the sources of new endpoints start.
     func start(_ wiring: Wiring)
 
-    /// Carries out `command` if it is this part's to carry out (the jam's start, stop and tempo; the drums'), and says
-    /// what happened; nil if it is not.
-    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>?
+    /// Carries out `command`, which came through `channel`, if it is this part's to carry out (the jam's start, stop and
+    /// tempo; the drums'), and says what happened; nil if it is not.
+    func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal>?
 
     /// Who this instance is to its network peers (the session's SSRC and name), if this part knows.
     var identity: (ssrc: UInt32, name: String)? { get }
@@ -61,7 +61,7 @@ extension Part {
     func stop() {}
 
     /// Most parts take no commands.
-    func perform(_ command: ControlCommand) -> Result<String, JamRefusal>? { nil }
+    func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal>? { nil }
 
     /// Most parts do not speak for the instance on the network.
     var identity: (ssrc: UInt32, name: String)? { nil }
@@ -112,11 +112,12 @@ struct PartContext {
     var servers: ServerLoop
 }
 
-/// What the control socket and the status page ask of the daemon: `answer` takes a request (its status, a reload,
-/// a command to the jam or its drums) and returns at once; the reply is made on the daemon's control queue and
-/// handed to the closure there, so no caller (an event loop) waits for the daemon.
+/// What the control socket, the status page and OSC endpoints ask of the daemon: `answer` takes a request (its status,
+/// a reload, a command to the jam or its drums) and the channel it came through, and returns at once; the reply is
+/// made on the daemon's control queue and handed to the closure there, so no caller (an event loop) waits for the
+/// daemon.
 struct DaemonAccess: Sendable {
-    var answer: @Sendable (ControlRequest, @escaping @Sendable (ControlReply) -> Void) -> Void
+    var answer: @Sendable (ControlRequest, CommandChannel, @escaping @Sendable (ControlReply) -> Void) -> Void
 }
 
 /// An endpoint as the engine sees it: what produces its events, what takes what is routed to it.

@@ -446,7 +446,7 @@ final class StatusStreams: @unchecked Sendable {
             return waiting.count == 1
         }
         guard first else { return }
-        daemon.answer(.status) { [self] reply in
+        daemon.answer(.status, .statusPage) { [self] reply in
             let delivering = waiting.withLock { waiting in
                 defer { waiting = [] }
                 return waiting
@@ -570,6 +570,12 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
+    /// A request NIO's parser refused has had its 400 with `Connection: close` (the pipeline's error handler): the
+    /// connection closes as it says, not at the request's deadline 10 s on.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
     private func serve(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
         let host = request.headers.first(name: "host")
         if rules.loopbackOnly, !rules.isLoopbackHost(host) {
@@ -640,7 +646,7 @@ final class StatusPageHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let servers = servers
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        daemon.answer(.command(.jam(command))) { reply in
+        daemon.answer(.command(.jam(command)), .statusPage) { reply in
             let line = reply.line
             servers.execute {
                 let (handler, context) = loopBound.value

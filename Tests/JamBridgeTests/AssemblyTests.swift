@@ -33,7 +33,7 @@ final class Bench: @unchecked Sendable {
     init() {
         let label = "assembly-test-\(UUID())"
         context = PartContext(logger: Logger(label: label) { _ in SwiftLogNoOpLogHandler() }, monitor: nil,
-                              daemon: DaemonAccess(answer: { _, _ in }), servers: Self.servers)
+                              daemon: DaemonAccess(answer: { _, _, _ in }), servers: Self.servers)
         Self.lock.withLock { Self.benches[label] = self }
     }
 

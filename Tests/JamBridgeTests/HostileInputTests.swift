@@ -1,5 +1,5 @@
 import Foundation
-import JamBridge
+@testable import JamBridge
 import Testing
 
 /// Issue 29, tried as an attacker on the room's LAN would, on loopback against the real binary: one datagram must
@@ -151,6 +151,126 @@ import Testing
         #expect(clock.filter { $0 != "Clock" } == ["Start", "Stop"], "\(clock.filter { $0 != "Clock" })\n\(result.err)")
         let ticks = clock.filter { $0 == "Clock" }.count
         #expect((180...200).contains(ticks), "\(ticks) ticks for the 4 s (192 ticks) the peer led at 120 BPM")
+    /// Issue 41: one bucket held every local command channel, and an OSC flood of starts and stops refused 4 of 5
+    /// `jambridge stop`s (two OSC endpoints flooding, each within its own rate, took every one). Now each channel has
+    /// its own: while two OSC endpoints flood, every command from the control socket and the status page is carried
+    /// out, and the jam's lines of the flood are bounded (10 of a kind in 10 s).
+    @Test func anOSCFloodOfStartsAndStopsNeverRefusesTheControlSocketOrTheStatusPage() throws {
+        let ports = freshOSCPorts(2), http = freshTCPPort()
+        let (daemon, _, _) = try self.daemon { """
+            session: { name: jam-a, port: \($0), bind: 127.0.0.1, advertise: false }
+            clock: {}
+            http: { listen: "127.0.0.1:\(http)", control: true }
+            endpoints:
+              controls: { osc: { listen: \(ports[0]), host: 127.0.0.1, control: true } }
+              phone: { osc: { listen: \(ports[1]), host: 127.0.0.1, control: true } }
+            """ }
+        #expect(waitUntil { (try? daemonStatus(daemon.pid)) != nil })
+        let flood = try LineReadingProcess(peersPython, ["-c", """
+            import sys, time
+            from pythonosc.udp_client import SimpleUDPClient
+            clients = [SimpleUDPClient("127.0.0.1", int(port)) for port in sys.argv[1:]]
+            end, n = time.monotonic() + 5, 0
+            while time.monotonic() < end:
+                clients[n % 2].send_message("/jambridge/start" if n % 4 < 2 else "/jambridge/stop", [])
+                n += 1
+                time.sleep(0.0005)
+            print("sent", n, flush=True)
+            """, "\(ports[0])", "\(ports[1])"])
+        Thread.sleep(forTimeInterval: 0.5)
+        var socket: [Int32] = [], page: [String] = []
+        for _ in 0..<5 {
+            socket.append(try jambridge(["stop", "--pid", "\(daemon.pid)"], killingAfter: 20).status)
+            page.append(try python("""
+                import http.client, sys
+                port = int(sys.argv[1])
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.request("POST", "/control", '{"command": "stop"}', {"Content-Type": "application/json",
+                                   "Origin": "http://127.0.0.1:%d" % port})
+                print(connection.getresponse().status)
+                """, ["\(http)"]).trimmingCharacters(in: .whitespacesAndNewlines))
+            Thread.sleep(forTimeInterval: 0.6)
+        }
+        #expect(flood.waitForLine(containing: "sent", seconds: 20), "\(flood.lines)")
+        #expect(socket == Array(repeating: 0, count: 5), "jambridge stop's exit statuses: \(socket)")
+        #expect(page == Array(repeating: "200", count: 5), "the status page's answers: \(page)")
+        let overRate = try #require(try daemonStatus(daemon.pid)).endpoints["controls"]?.dropped["commandsOverRate"] ?? 0
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(overRate > 1000, "\(overRate) refused")
+        // Some 7 s of flood and commands: each kind of the jam's lines at most 10 one by one in a window of 10 s.
+        let lines = result.err.split(separator: "\n")
+        let commands = lines.filter { ($0.contains("jam: start") || $0.contains("jam: stop")) && !$0.contains("refused") }
+        #expect(commands.count <= 2 * LogWindow.limit, "\(commands.count) lines: \(commands.joined(separator: "\n"))")
+        #expect(lines.filter { $0.contains("clock master") }.count <= LogWindow.limit + 1, "\(result.err)")
+    }
+
+    /// Issue 41: a tempo of 1e308 or 5e-324 was held to 300 or 20 over OSC, HTTP and the control socket, where
+    /// jambridge(1) says such numbers are refused. Each is refused, saying the range, and counted.
+    @Test func aTempoOutsideTheRangeIsRefusedSayingTheRangeOverEveryChannelAndCounted() throws {
+        let ports = freshOSCPorts(1), http = freshTCPPort()
+        let (daemon, _, _) = try self.daemon { """
+            session: { name: jam-a, port: \($0), bind: 127.0.0.1, advertise: false }
+            clock: { tempo: 120 }
+            http: { listen: "127.0.0.1:\(http)", control: true }
+            endpoints:
+              controls: { osc: { listen: \(ports[0]), host: 127.0.0.1, control: true } }
+            """ }
+        #expect(waitUntil { (try? daemonStatus(daemon.pid)) != nil })
+        let huge = try jambridge(["tempo", "1e308", "--pid", "\(daemon.pid)"], killingAfter: 20)
+        #expect(huge.status != 0 && huge.err.contains("refused: the tempo must be 20 to 300 beats a minute"), "\(huge)")
+        let page = try python("""
+            import http.client, sys
+            port = int(sys.argv[1])
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request("POST", "/control", '{"command": "tempo", "bpm": 5e-324}', {"Content-Type": "application/json",
+                               "Origin": "http://127.0.0.1:%d" % port})
+            response = connection.getresponse()
+            print(response.status, response.read().decode())
+            """, ["\(http)"])
+        #expect(page.hasPrefix("409") && page.contains("20 to 300 beats a minute"), "\(page)")
+        try python("""
+            import sys
+            from pythonosc.udp_client import SimpleUDPClient
+            from pythonosc.osc_message_builder import OscMessageBuilder
+            builder = OscMessageBuilder("/jambridge/tempo")
+            builder.add_arg(1e308, "d")
+            SimpleUDPClient("127.0.0.1", int(sys.argv[1])).send(builder.build())
+            """, ["\(ports[0])"])
+        let status = try #require(try waitFor { try daemonStatus(daemon.pid) } until: { ($0.jam?.refusedTempos ?? 0) >= 3 })
+        #expect(status.jam?.refusedTempos == 3 && status.jam?.tempo == 120, "\(String(describing: status.jam))")
+        daemon.interrupt()
+        let result = daemon.finish()
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.err.contains("jam: tempo(1e+308) from OSC endpoint controls: refused: the tempo must be 20 to 300"), "\(result.err)")
+    }
+
+    /// Issue 41: a request NIO's parser refuses got a 400 with `Connection: close`, and the connection stayed open
+    /// until the request's deadline, 10 s on. It closes with the answer.
+    @Test func aMalformedRequestToTheStatusPageIsAnsweredWith400AndClosedAtOnce() throws {
+        let http = freshTCPPort()
+        let (daemon, _, _) = try self.daemon { """
+            session: { name: jam-a, port: \($0), bind: 127.0.0.1, advertise: false }
+            http: { listen: "127.0.0.1:\(http)" }
+            """ }
+        #expect(waitUntil { (try? daemonStatus(daemon.pid)) != nil })
+        let out = try python("""
+            import socket, sys, time
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.settimeout(20)
+            begin = time.monotonic()
+            s.sendall(b"GET / HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: x\\r\\n\\r\\n")
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+            print(answer.split(b"\\r\\n")[0].decode(), b"connection: close" in answer.lower(), round(time.monotonic() - begin, 2))
+            """, ["\(http)"])
+        let words = out.split(separator: " ")
+        #expect(out.hasPrefix("HTTP/1.1 400") && out.contains("True"), "\(out)")
+        #expect((words.last.flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 99) < 2, "closed after \(out)")
+        daemon.interrupt()
+        #expect(daemon.finish().status == 0)
     }
 
     @Test func aRealPeerJoinsAndPlaysWhileTwoThousandForgedInvitationsASecondKeepComing() throws {

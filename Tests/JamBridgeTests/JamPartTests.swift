@@ -21,11 +21,11 @@ import Testing
             """, file: "jam.yaml")
         #expect(assembly.apply(routes, starting: true).failures.isEmpty)
         defer { _ = assembly.stop() }
-        #expect(assembly.perform(.jam(.start)) == .success("started at 120 BPM"))
+        #expect(assembly.perform(.jam(.start), from: .controlSocket) == .success("started at 120 BPM"))
         Thread.sleep(forTimeInterval: 0.5)
         // The queue held for five ticks' time; the stop waits behind it, and the jam's timer after the stop.
         assembly.engine.queue.async { Thread.sleep(forTimeInterval: 0.1) }
-        #expect(assembly.perform(.jam(.stop)) == .success("stopped"))
+        #expect(assembly.perform(.jam(.stop), from: .controlSocket) == .success("stopped"))
         Thread.sleep(forTimeInterval: 0.1)
         let heard = bench.heard(by: "tape").map(\.message)
         let ticks = heard.filter { $0 == .timingClock }.count

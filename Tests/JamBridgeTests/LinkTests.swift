@@ -141,6 +141,30 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         return file
     }
 
+    /// aalink at `bpm` and jambridge (`routeFile`) in a network namespace of their own, and an RTP-MIDI listener in
+    /// jambridge's session, once jambridge sees aalink and the listener joined; `end` stops them and removes the
+    /// namespace.
+    func aalinkAndListener(bpm: Double) throws -> (peer: LinkPeer, daemon: JamBridgeProcess, listener: RTPListener, end: () -> Void) {
+        let lab = try LinkNamespace()
+        var ends: [() -> Void] = [lab.remove]
+        let end = { for end in ends.reversed() { end() } }
+        do {
+            let peer = try LinkPeer(aalinkIn: lab, bpm: bpm)
+            ends.append(peer.quit)
+            let port = freshSessionPort()
+            let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory()))
+            ends.append(daemon.interrupt)
+            #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
+            let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
+            ends.append(listener.kill)
+            try #require(listener.waitForLine(containing: "joined 0"))
+            return (peer, daemon, listener, end)
+        } catch {
+            end()
+            throw error
+        }
+    }
+
     /// jambridge in `lab` with the route file `file`.
     func daemon(in lab: LinkNamespace, _ file: URL) throws -> JamBridgeProcess {
         try JamBridgeProcess(lab.inside(executable.path, ["run", "--stop-after", "120", file.path]), launcher: ipCommand.path)
@@ -202,20 +226,38 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         print("Link: the jam's clock against aalink's beats: at 97 BPM \(at97.count) ticks, mean |offset| \((mean * 1000).rounded() / 1000) ms, max \(((at97.map(abs).max() ?? 0) * 1000).rounded() / 1000) ms; at 133 BPM \(at133.count) ticks, max \(((at133.map(abs).max() ?? 0) * 1000).rounded() / 1000) ms; aalink at 133 BPM \(((moved - asked) * 1000).rounded()) ms after the command")
     }
 
+    /// Issue 41: a Link peer starting and stopping the session every 20 ms (forged Link messages go faster still).
+    /// Link's commands had the control socket's bucket, so every `jambridge stop` was refused; each of Link's was logged
+    /// (95 lines a second); and each start on the coming bar line stopped before it left a Start and a Stop at that
+    /// instant for the clock outputs, several pairs of them. Now `jambridge stop` is always carried out, Link's lines
+    /// are bounded (10 of a kind in 10 s), and no instant (one packet to the session) has more than one Start or Stop.
+    @Test func aLinkFloodOfStartsAndStopsNeitherLocksTheOperatorOutNorPilesStartsAndStopsOnAnInstant() throws {
+        let (peer, daemon, listener, end) = try aalinkAndListener(bpm: 120)
+        defer { end() }
+        var stops: [Int32] = []
+        for k in 0..<250 {
+            peer.process.send(k % 2 == 0 ? "play" : "stop")
+            Thread.sleep(forTimeInterval: 0.02)
+            if k % 50 == 25 { stops.append(try jambridge(["stop", "--pid", "\(daemon.pid)"], killingAfter: 20).status) }
+        }
+        Thread.sleep(forTimeInterval: 3) // the last bar line asked for passes
+        #expect(stops == Array(repeating: 0, count: 5), "jambridge stop's exit statuses: \(stops)")
+        let transport = listener.packets.map { $0.events.filter { ["start", "stop", "continue"].contains($0) } }.filter { !$0.isEmpty }
+        let piled = transport.filter { $0.count > 1 }
+        #expect(!transport.isEmpty && piled.isEmpty, "\(transport.count) packets with Start or Stop, \(piled.count) with more than one: \(piled.prefix(5))")
+        daemon.interrupt()
+        let result = daemon.finish(killingAfter: 20)
+        #expect(result.status == 0, "\(result.err)")
+        let linkLines = result.err.split(separator: "\n").filter { $0.contains("jam: the Link session started") || $0.contains("jam: the Link session stopped") }
+        #expect(linkLines.count <= 2 * LogWindow.limit, "\(linkLines.count) lines: \(linkLines.prefix(40).joined(separator: "\n"))")
+        print("Link flood: jambridge stop carried out \(stops.filter { $0 == 0 }.count) of 5; \(linkLines.count) lines of Link's starts and stops; \(transport.count) packets with Start or Stop, \(piled.count) with more than one")
+    }
+
     /// jambridge leads a jam: aalink sees the session playing at the jam's tempo, its bars on the jam's downbeats, and
     /// stopping with the jam.
     @Test func aalinkPlaysTheJamJambridgeLeads() throws {
-        let lab = try LinkNamespace()
-        defer { lab.remove() }
-        let peer = try LinkPeer(aalinkIn: lab, bpm: 104)
-        defer { peer.quit() }
-        let port = freshSessionPort()
-        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory()))
-        defer { daemon.interrupt() }
-        #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
-        let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
-        defer { listener.kill() }
-        try #require(listener.waitForLine(containing: "joined 0"))
+        let (peer, daemon, listener, end) = try aalinkAndListener(bpm: 104)
+        defer { end() }
         _ = try peer.ask("tempo 104")
         let pid = ["--pid", "\(daemon.pid)"]
         #expect(waitUntil(seconds: 5) { abs(((try? daemonStatus(daemon.pid))??.jam?.tempo ?? 0) - 104) < 0.01 }, "the jam takes the session's tempo")

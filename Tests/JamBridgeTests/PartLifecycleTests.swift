@@ -72,7 +72,7 @@ private let heldNote = [TimedSong.Entry(offset: 0, message: noteOn(0, 60)), Time
         let daemon = try startedDaemon(file)
         let jam = { daemon.status().first { $0.hasPrefix("jam:") } ?? "" }
         #expect(jam().hasPrefix("jam: idle, clock master nobody, 100.0 BPM"), "\(jam())")
-        #expect(daemon.perform(.jam(.start)) == .success("started at 100 BPM"))
+        #expect(daemon.perform(.jam(.start), from: .controlSocket) == .success("started at 100 BPM"))
         Thread.sleep(forTimeInterval: 0.3)
         #expect(jam().hasPrefix("jam: master, clock master jambridge, 100.0 BPM"), "\(jam())")
         #expect(try reload(daemon, file, with: routes(100, "tape")) == nothingRestarted)

@@ -20,7 +20,7 @@ private final class StandInDaemon: Sendable {
     let asked = Atomic(0)
 
     var access: DaemonAccess {
-        DaemonAccess { [self] request, reply in
+        DaemonAccess { [self] request, _, reply in
             asked.add(1, ordering: .relaxed)
             queue.async {
                 switch request {

@@ -88,11 +88,13 @@ import Testing
         #expect(out.first?.message == .songPosition(UInt14(masking: 3)))
     }
 
-    @Test func hostileTemposAreRefusedOrClampedAndCounted() {
+    /// Issue 41: 1e308 and 5e-324 were held to 300 and 20; every tempo outside the range is refused and counted.
+    @Test func hostileTemposAreRefusedAndCounted() {
         var generator = ClockGenerator()
-        let taken = [0, -5, .nan, .infinity, 10_000, 1].map { generator.setTempo($0) }
-        #expect(taken == [nil, nil, nil, nil, 300, 20])
-        #expect(generator.counters == ClockGenerator.Counters(refusedTempos: 4, clampedTempos: 2, refusedCommands: 0))
+        let taken = [0, -5, .nan, .infinity, 10_000, 1e308, 5e-324, 1, 19.99, 300.01, 20, 300].map { generator.setTempo($0) }
+        #expect(taken == Array(repeating: false, count: 10) + [true, true])
+        #expect(generator.tempo == 300)
+        #expect(generator.counters == ClockGenerator.Counters(refusedTempos: 10, refusedCommands: 0))
         #expect(ClockGenerator(tempo: 0).tempo == 120 && ClockGenerator(tempo: 10_000).tempo == 300)
     }
 }

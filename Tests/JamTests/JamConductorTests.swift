@@ -33,10 +33,10 @@ final class ConductorHarness {
         return taken
     }
 
-    func perform(_ command: JamCommand, at time: MonotonicInstant) -> Result<String, JamRefusal> {
+    func perform(_ command: JamCommand, at time: MonotonicInstant, from channel: CommandChannel = .controlSocket) -> Result<String, JamRefusal> {
         run(until: time)
         var emitted: [JamOutput] = []
-        let result = conductor.perform(command, now: time) { emitted.append($0) }
+        let result = conductor.perform(command, from: channel, now: time) { emitted.append($0) }
         outputs += emitted.map { ($0, time) }
         return result
     }
@@ -205,7 +205,7 @@ final class ConductorHarness {
     }
 
     /// `jambridge start`, `tempo` and `stop`: the generator's clock goes to the session and the outputs; absurd
-    /// tempos are refused or held to the range; while a peer leads, this instance's commands are refused.
+    /// tempos are refused, saying the range; while a peer leads, this instance's commands are refused.
     @Test func commands() {
         let jam = ConductorHarness(name: "rack", ssrc: 0x9000, now: start)
         guard case .success = jam.perform(.start, at: at(0)) else { Issue.record("start refused"); return }
@@ -213,8 +213,10 @@ final class ConductorHarness {
         let ticks = jam.session.filter { $0.message == .timingClock }
         #expect(jam.session.first?.message == .start && ticks.count == 49)
         #expect(ticks.enumerated().allSatisfy { k, tick in tick.time == MonotonicInstant(Double(k) * period, after: at(0)) })
-        #expect(jam.perform(.tempo(0), at: at(1)) == .failure(JamRefusal(reason: "refused: the tempo must be a positive number of beats a minute")))
-        #expect(jam.perform(.tempo(10_000), at: at(1)) == .success("tempo 300 BPM (held to 20-300) from the next beat"))
+        let outside = JamRefusal(reason: "refused: the tempo must be 20 to 300 beats a minute")
+        for bpm in [0, 10_000, 1e308, 5e-324] { #expect(jam.perform(.tempo(bpm), at: at(1)) == .failure(outside)) }
+        #expect(jam.conductor.generator.counters.refusedTempos == 4)
+        #expect(jam.perform(.tempo(300), at: at(1)) == .success("tempo 300 BPM from the next beat"))
         #expect(jam.perform(.stop, at: at(2)) == .success("stopped"))
         #expect(jam.session.last?.message == .stop)
         #expect(jam.perform(.stop, at: at(2.1)) == .success("nothing to stop"))
@@ -511,6 +513,27 @@ final class ConductorHarness {
         let refused = results.filter { if case .failure(let refusal) = $0 { refusal.reason.contains("a second") } else { false } }
         #expect(refused.count >= 100 - (JamConductor.transportRate.burst + Int(JamConductor.transportRate.perSecond) + 1))
         if case .failure = jam.perform(.tempo(90), at: at(5)) { Issue.record("a tempo after a quiet while is refused") }
+    }
+
+    /// Issue 41: one bucket held every channel of this instance's commands, and a Link session's flood of starts and
+    /// stops refused every `jambridge stop`. Each channel has its own: the operator's commands all pass while Link
+    /// and an OSC controller flood theirs, and are refused beyond the rate only for a flood of their own.
+    @Test func aFloodThroughLinkOrOSCNeverRefusesTheOperatorsCommands() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x9000, now: start)
+        var operators: [Result<String, JamRefusal>] = []
+        for k in 0..<1000 {
+            let time = MonotonicInstant(Double(k) * 1e7, after: at(1))
+            _ = jam.perform(k % 2 == 0 ? .start : .stop, at: time, from: .link)
+            _ = jam.perform(k % 2 == 0 ? .stop : .start, at: time.advanced(byNanoseconds: 1_000_000), from: .osc("phone"))
+            if k % 100 == 50 {
+                operators.append(jam.perform(.stop, at: time.advanced(byNanoseconds: 2_000_000), from: .controlSocket))
+                operators.append(jam.perform(.tempo(100), at: time.advanced(byNanoseconds: 3_000_000), from: .statusPage))
+            }
+        }
+        #expect(operators.allSatisfy { if case .success = $0 { true } else { false } }, "\(operators)")
+        #expect(jam.conductor.counters.transportOverRate > 1900)
+        let own = (0..<20).map { k in jam.perform(.stop, at: MonotonicInstant(Double(k) * 1e6, after: at(20)), from: .controlSocket) }
+        #expect(own.last == .failure(JamRefusal(reason: "refused: more than 4 starts, stops and tempos a second from the control socket")))
     }
 
     @Test func hostileInput() {

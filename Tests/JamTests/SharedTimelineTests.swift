@@ -71,7 +71,7 @@ import Testing
             jam.conductor.share(timeline, now: at(0)) { _ in }
             jam.run(until: heard)
             var emitted: [JamOutput] = []
-            _ = jam.conductor.perform(.start, now: heard, requested: barLine) { emitted.append($0) }
+            _ = jam.conductor.perform(.start, from: .link, now: heard, requested: barLine) { emitted.append($0) }
             #expect(emitted.contains(.share(.start(beat: expected, at: timeline.time(atBeat: expected)))), "\(emitted)")
         }
     }

@@ -21,7 +21,7 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     if case .command(.jam(let command)) = request {
         var jam = JamConductor(JamConductor.Configuration(election: ElectionConfiguration(ssrc: 1, name: "fuzz")))
         let now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
-        _ = jam.perform(command, now: now) { _ in }
+        _ = jam.perform(command, from: .controlSocket, now: now) { _ in }
         precondition(jam.generator.tempo.isFinite && ClockGenerator.tempoRange.contains(jam.generator.tempo),
                      "tempo \(jam.generator.tempo) after \(request)")
         var fired = 0

@@ -3,7 +3,7 @@
 // carried out by a jam (a JamConductor, the pure core `jambridge start|stop|tempo` drive) whose deadlines then run.
 //   - a drums level is the argument as a whole number, from an int32, a float or a double of that value (NaN,
 //     infinities, fractions and numbers beyond Int give no command);
-//   - a tempo that is carried out is a finite number, held to the generator's range;
+//   - a tempo outside the generator's range is refused, never held to it (issue 41: 1e308 played at 300);
 //   - nothing traps on the way (Int(Double) on NaN, infinity or 1e30 did: issue 29).
 // FUZZ_TRACE=1 prints each command, to read a reproducer.
 import FuzzSupport
@@ -45,9 +45,12 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
                 let value = number(sent.arguments[0])!
                 precondition(level.map { Double($0) == value.rounded() } ?? (value.rounded() == 0), "\(sent) gave level \(String(describing: level))")
             case .jam(let command):
-                _ = jam.perform(command, now: now) { _ in }
+                let result = jam.perform(command, from: .osc("controls"), now: now) { _ in }
                 precondition(jam.generator.tempo.isFinite && ClockGenerator.tempoRange.contains(jam.generator.tempo),
                              "tempo \(jam.generator.tempo) after \(sent)")
+                if case .tempo(let bpm) = command, !ClockGenerator.tempoRange.contains(bpm), case .success = result {
+                    preconditionFailure("\(sent) was carried out: \(result)")
+                }
             case .drums:
                 break
             }
