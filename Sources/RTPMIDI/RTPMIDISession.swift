@@ -438,11 +438,12 @@ public final class RTPMIDISession {
             let distance = Int(Int16(bitPattern: header.sequence &- last))
             if distance <= 0 || distance > Self.maxDropout {
                 // A duplicate or one overtaken (what it held was repaired or passed on), or far ahead: dropped, and the
-                // sequence stays, unless this is the `resynchronization`th packet in a row that follows on from the one
-                // before: the peer's count is there (it restarted it, or a forged packet pushed ours ahead, which
-                // would otherwise make every real packet after it late).
+                // sequence stays, unless this is the last of a run of packets in a row, each following on from the one
+                // before, that says the peer's count is there: it restarted it, or a forged packet pushed ours ahead
+                // (which would otherwise make every real packet after it late). Behind, the run is longer than the
+                // network reorders packets: a jittery network delivers a few overtaken ones in a row, already repaired.
                 let streak = peer.probation?.next == header.sequence ? peer.probation!.streak + 1 : 1
-                guard streak >= Self.resynchronization else {
+                guard streak >= (distance <= 0 ? Self.resynchronization.behind : Self.resynchronization.ahead) else {
                     peer.probation = (header.sequence &+ 1, streak)
                     if distance <= 0 {
                         counters.latePackets += 1
@@ -768,9 +769,10 @@ public final class RTPMIDISession {
     /// and the ticks a journal's count may be ahead of that (a beat).
     static let fastestTicksPerSecond = 240.0, songTickTolerance = 24.0
 
-    /// How far ahead of the last a peer's RTP sequence number is taken by itself (RFC 3550's MAX_DROPOUT); beyond, or
-    /// behind the last, only as the `resynchronization`th packet in a row that follows on from the one before.
-    static let maxDropout = 3000, resynchronization = 3
+    /// How far ahead of the last a peer's RTP sequence number is taken by itself (RFC 3550's MAX_DROPOUT); beyond, only
+    /// as the `resynchronization.ahead`th packet in a row that follows on from the one before, and behind the last as the
+    /// `resynchronization.behind`th (with 0-50 ms of jitter, a tick 21 ms after the last at 120 BPM overtakes at most two).
+    static let maxDropout = 3000, resynchronization = (ahead: 3, behind: 8)
 
     /// How close to its time a packet prepared ahead stays in the lane when another is sent (`sending`): 1 ms.
     static let imminence: UInt64 = 1_000_000

@@ -151,6 +151,8 @@ import Testing
         #expect(clock.filter { $0 != "Clock" } == ["Start", "Stop"], "\(clock.filter { $0 != "Clock" })\n\(result.err)")
         let ticks = clock.filter { $0 == "Clock" }.count
         #expect((180...200).contains(ticks), "\(ticks) ticks for the 4 s (192 ticks) the peer led at 120 BPM")
+    }
+
     /// Issue 41: one bucket held every local command channel, and an OSC flood of starts and stops refused 4 of 5
     /// `jambridge stop`s (two OSC endpoints flooding, each within its own rate, took every one). Now each channel has
     /// its own: while two OSC endpoints flood, every command from the control socket and the status page is carried

@@ -112,6 +112,29 @@ import Transport
         #expect(Set(b.received.map(\.0)) == Set((UInt8(60)..<64).map { noteOn(0, $0) }))
     }
 
+    @Test func packetsOvertakenByJitterAreDroppedAsLateAndTheSequenceStays() {
+        let (net, a, b) = pair()
+        let from = a.address.with(port: 5005)
+        let packets = (UInt8(60)..<66).map { packet(noteOn(0, $0), from: a, net) }
+        for index in [0, 4, 1, 2, 3, 5] { receive(packets[index], at: b, from: from, net) } // 4 overtook 1, 2 and 3
+        #expect(b.session.counters.latePackets == 3)
+        #expect(b.received.map(\.0) == [60, 61, 62, 63, 64, 65].map { noteOn(0, $0) }) // 61-63 from 64's journal
+    }
+
+    @Test func realPacketsBehindAForgedJumpWithinTheWindowAreTheSequenceAgainFromTheEighth() {
+        let (net, a, b) = pair()
+        let from = a.address.with(port: 5005)
+        receive(packet(noteOn(0, 40), from: a, net), at: b, from: from, net)
+        var forged = packet(noteOn(0, 99), from: a, net)
+        let sequence = (UInt16(forged[2]) << 8 | UInt16(forged[3])) &+ 1000
+        forged[2] = UInt8(sequence >> 8)
+        forged[3] = UInt8(sequence & 0xFF)
+        receive(forged, at: b, from: from, net) // within the 3000 ahead a long loss may take: taken
+        for note in UInt8(41)..<50 { receive(packet(noteOn(0, note), from: a, net), at: b, from: from, net) }
+        #expect(b.session.counters.latePackets == 7)
+        #expect(b.received.map(\.0).suffix(2) == [noteOn(0, 48), noteOn(0, 49)], "\(b.received.map(\.0))")
+    }
+
     @Test func aJournalThatPutsTheRunningSongFarOnIsNotFollowedAndTheSongGoesOn() {
         let (net, a, b) = pair()
         let from = a.address.with(port: 5005)
