@@ -170,10 +170,12 @@ public enum SoundFile {
         }
     }
 
-    /// Writes `left` and `right` (of one length) to `path` as a stereo WAV at `rate` in `encoding` (integer PCM clips
-    /// what lies beyond -1...1 instead of wrapping round), replacing what was there; the same samples make the same bytes.
-    public static func writeWAV(path: String, left: [Float], right: [Float], rate: Int, encoding: WAVEncoding = .float) throws(SoundFileError) {
-        precondition(left.count == right.count, "a WAV's channels have one length")
+    /// Writes a stereo WAV at `rate` in `encoding` to `path`, replacing what was there, from the frames `body` hands
+    /// its writer one block after another: only a block is ever held, however long the file. Integer PCM clips what
+    /// lies beyond -1...1 instead of wrapping round; the same samples make the same bytes. The file is finished when
+    /// `body` returns, and closed as far as it got if `body` throws.
+    public static func writingWAV<Result>(path: String, rate: Int, encoding: WAVEncoding = .float,
+                                          _ body: (WAVWriter) throws(SoundFileError) -> Result) throws(SoundFileError) -> Result {
         let sndfile = try KitLibraries.sndfile { SoundFileError(path: path, reason: $0) }
         var info = SF_INFO()
         info.samplerate = Int32(clamping: rate)
@@ -186,24 +188,30 @@ public enum SoundFile {
         // No PEAK chunk: it carries the time of writing, and the same render must be the same file.
         _ = sndfile.sf_command(file, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
         if encoding != .float { _ = sndfile.sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE)) }
-        let chunkFrames = 4096
-        var chunk = [Float](repeating: 0, count: chunkFrames * 2)
-        var start = 0
-        while start < left.count {
-            let count = min(chunkFrames, left.count - start)
-            for frame in 0..<count {
-                chunk[2 * frame] = left[start + frame]
-                chunk[2 * frame + 1] = right[start + frame]
-            }
-            let written = chunk.withUnsafeBufferPointer { sndfile.sf_writef_float(file, $0.baseAddress, sf_count_t(count)) }
-            guard written == count else {
-                let reason = message(sndfile.sf_strerror(file))
-                _ = sndfile.sf_close(file)
-                throw SoundFileError(path: path, reason: "could not be written whole (\(reason))")
-            }
-            start += count
+        let result: Result
+        do {
+            result = try body(WAVWriter(file: file, path: path, sndfile: sndfile))
+        } catch {
+            _ = sndfile.sf_close(file)
+            throw error
         }
         guard sndfile.sf_close(file) == 0 else { throw SoundFileError(path: path, reason: "could not be finished (\(message(sndfile.sf_strerror(nil))))") }
+        return result
+    }
+
+    /// Appends frames to the WAV file `writingWAV` opened; valid only inside its `body`.
+    public struct WAVWriter {
+        fileprivate let file: OpaquePointer
+        fileprivate let path: String
+        fileprivate let sndfile: jambridge_sndfile_calls
+
+        /// Appends `frames`, interleaved stereo (left then right).
+        public func write(_ frames: UnsafeBufferPointer<Float>) throws(SoundFileError) {
+            let count = frames.count / 2
+            guard sndfile.sf_writef_float(file, frames.baseAddress, sf_count_t(count)) == count else {
+                throw SoundFileError(path: path, reason: "could not be written whole (\(SoundFile.message(sndfile.sf_strerror(file))))")
+            }
+        }
     }
 
     /// True if libsndfile noted, opening `file`, that a WAV's `data` or an AIFF's `SSND` chunk claims more bytes than

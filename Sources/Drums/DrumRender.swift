@@ -26,10 +26,12 @@ public struct SteadyTimeline: BeatTimeline, Sendable {
 
 /// Renders a song offline with the sequencer and mixer the daemon plays with, faster than real time.
 public enum DrumRender {
-    /// The frames are interleaved stereo at `Kit.sampleRate`; the hits say when each bar played at which level.
+    /// What a render played: `frames` stereo frames at `Kit.sampleRate`, `hits` hits, and the level each bar played at.
     public struct Result: Sendable {
-        public var frames: [Float]
-        public var hits: [DrumHit]
+        public var frames: Int
+        public var hits: Int
+        /// The level of each bar that had a hit, by bar (counted from 0).
+        public var levels: [Int: Int]
         public var counters: DrumMixer.Counters
     }
 
@@ -42,15 +44,17 @@ public enum DrumRender {
     static let tail = 4 * Kit.sampleRate
 
     /// `bars` bars of `sequencer`'s style at `tempo` on `kit`, the session's activity given for each position
-    /// in bars (0 at the start, `bars` at the end).
-    public static func render(_ sequencer: DrumSequencer, kit: Kit, tempo: Double, bars: Int,
-                              activity: (Double) -> UInt8) -> Result {
+    /// in bars (0 at the start, `bars` at the end), handed to `write` one block of interleaved stereo frames at a
+    /// time: however long the song, only a block is held.
+    public static func render<Failure: Error>(_ sequencer: DrumSequencer, kit: Kit, tempo: Double, bars: Int,
+                                              activity: (Double) -> UInt8,
+                                              write: (UnsafeBufferPointer<Float>) throws(Failure) -> Void) throws(Failure) -> Result {
         var sequencer = sequencer
         let timeline = SteadyTimeline(start: MonotonicInstant(nanoseconds: 0), tempo: tempo)
         let end = Double(bars) * sequencer.style.time.barTicks
         var mixer = DrumMixer(kit: kit)
-        var frames: [Float] = []
-        var hits: [DrumHit] = []
+        var hits = 0
+        var levels: [Int: Int] = [:]
         var buffer = [Float](repeating: 0, count: 2 * block)
         var frame: Int64 = 0
         var tailLeft = tail
@@ -60,18 +64,19 @@ public enum DrumRender {
             if sequencer.position < through {
                 let barPosition = through / sequencer.style.time.barTicks
                 sequencer.play(through: through, timeline: timeline, activity: activity(barPosition)) { hit in
-                    hits.append(hit)
+                    hits += 1
+                    levels[hit.bar] = hit.level
                     let at = Int64((Double(hit.time.nanoseconds) * Double(Kit.sampleRate) / 1e9).rounded())
                     mixer.add(hit.voice, velocity: hit.velocity, at: at)
                 }
             }
             buffer.withUnsafeMutableBufferPointer { mixer.render(into: $0, startingAt: frame) }
-            frames.append(contentsOf: buffer)
+            try buffer.withUnsafeBufferPointer { (frames) throws(Failure) in try write(frames) }
             frame += Int64(block)
             if sequencer.position >= end {
                 tailLeft = mixer.isIdle ? 0 : tailLeft - block
             }
         }
-        return Result(frames: frames, hits: hits, counters: mixer.counters)
+        return Result(frames: Int(frame), hits: hits, levels: levels, counters: mixer.counters)
     }
 }

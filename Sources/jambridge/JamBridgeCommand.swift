@@ -372,6 +372,11 @@ struct Render: ParsableCommand {
         guard let drums = configuration.drums else {
             throw renderFailure("the route files have no 'drums' block: nothing to render")
         }
+        let styleFile = StyleFile.isPath(drums.styleName) ? [drums.styleName] : []
+        let kitPath: [String] = if case .path(let path) = drums.kit { [path] } else { [] }
+        if let input = file(among: routes + styleFile + kitPath + configuration.songs.keys.sorted(), sameAs: out) {
+            throw renderFailure("--out '\(out)' is '\(input)', which the render reads: write the WAV to another file")
+        }
         let kit: LoadedKit
         do {
             kit = try loadKit(of: drums)
@@ -390,13 +395,11 @@ struct Render: ParsableCommand {
             throw renderFailure("\(error)")
         }
         let elapsed = started.duration(to: clock.now)
-        let seconds = Double(result.frames.count / 2) / Double(Kit.sampleRate)
+        let seconds = Double(result.frames) / Double(Kit.sampleRate)
         let took = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        var levels: [Int: Int] = [:]
-        for hit in result.hits { levels[hit.bar] = hit.level }
-        let shown = (0..<bars).map { levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
+        let shown = (0..<bars).map { result.levels[$0].map(String.init) ?? "-" }.joined(separator: " ")
         print("\(out) (\(format.name) WAV, 48 kHz stereo): \(bars) bars of \(drums.style.name) at \(bpm) BPM on \(kit.kit.name == "built-in" ? "the built-in kit" : "the kit '\(kit.kit.name)'"), \(seconds.decimal(1)) s, "
-              + "\(result.hits.count) hits (\((seconds / max(took, 1e-6)).decimal(0))x real time); levels by bar: \(shown)")
+              + "\(result.hits) hits (\((seconds / max(took, 1e-6)).decimal(0))x real time); levels by bar: \(shown)")
     }
 }
 

@@ -101,6 +101,43 @@ func onsets(in file: URL, threshold: Double = 0.02) throws -> WAVOnsets {
         #expect(curve.status != 0 && curve.err.contains("--activity is N (0-127), A-B"), "\(curve.err)")
     }
 
+    /// The peak resident memory, in kB, of `jambridge render` with `arguments` (`/usr/bin/time`'s %M), and what it printed.
+    private func peakKilobytes(rendering arguments: [String]) throws -> (kilobytes: Int, out: String) {
+        let report = try temporaryDirectory().appendingPathComponent("time")
+        let result = try run("/usr/bin/time", ["-f", "%M", "-o", report.path, executable.path, "render"] + arguments)
+        #expect(result.status == 0, "\(result.out)")
+        let kilobytes = try #require(Int(String(contentsOf: report, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        return (kilobytes, result.out)
+    }
+
+    /// Issue 41, item 5: a render is written as it is rendered, so 200 bars take the memory of 4 (where the whole
+    /// render was held, 300 BPM took some 0.6 MB a bar: 200 bars, 120 MB more).
+    @Test func aLongRenderTakesTheMemoryOfAShortOne() throws {
+        let routes = try setUp(swing: 50)
+        let short = try peakKilobytes(rendering: [routes.path, "--bars", "4", "--tempo", "300", "--out", "/dev/null"])
+        let long = try peakKilobytes(rendering: [routes.path, "--bars", "200", "--tempo", "300", "--out", "/dev/null"])
+        #expect(long.out.contains("200 bars of clicks at 300.0 BPM") && long.out.contains(" 1600 hits "), "\(long.out)")
+        #expect(long.kilobytes < short.kilobytes + 8_000, "4 bars: \(short.kilobytes) kB, 200 bars: \(long.kilobytes) kB")
+    }
+
+    /// Issue 41, item 5: `render` does not write its WAV over a file it reads (a route file, the style file), however
+    /// the path is spelt: the same file by another path, through a symlink.
+    @Test func anOutThatIsAnInputIsRefusedAndTheInputKept() throws {
+        let routes = try setUp()
+        let dir = routes.deletingLastPathComponent()
+        let style = dir.appendingPathComponent("clicks.yaml")
+        let link = dir.appendingPathComponent("link.yaml")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: routes)
+        let routesText = try Data(contentsOf: routes), styleText = try Data(contentsOf: style)
+        for (given, out) in [(routes, routes.path), (routes, dir.path + "/./r.yaml"), (routes, link.path), (link, routes.path), (routes, style.path)] {
+            let result = try jambridge(["render", given.path, "--bars", "1", "--out", out])
+            #expect(result.status == 1 && result.err.hasPrefix("jambridge render: --out '\(out)' is '")
+                    && result.err.contains("which the render reads"), "\(out): \(result.err)")
+        }
+        #expect(try Data(contentsOf: routes) == routesText && Data(contentsOf: style) == styleText)
+        #expect(try jambridge(["render", link.path, "--bars", "1", "--out", dir.appendingPathComponent("new.wav").path]).status == 0)
+    }
+
     /// What Python's own `wave` module makes of a WAV file (`Tests/Peers/wav_wave.py`).
     private struct WaveRead: Decodable {
         var width: Int?
