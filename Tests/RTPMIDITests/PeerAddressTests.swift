@@ -58,14 +58,7 @@ import Transport
     }
 
     @Test func aPeerRemovedForSilenceComesBackOnlyFromItsOwnAddresses() {
-        let net = VirtualNetwork()
-        let hub = net.add(1, name: "Hub", ssrc: 100) { $0.peerTimeout = 10_000_000_000 }
-        let player = net.add(2, name: "Player", ssrc: 200)
-        player.session.invite(hub.address, label: "hub", now: net.now)
-        net.deliver()
-        net.lose = { bytes, _ in bytes.starts(with: [0xFF, 0xFF, 0x42, 0x59]) } // the BY goes astray
-        net.stall(player)
-        net.run(seconds: 11)
+        let (net, hub, player) = playerTimedOutAtHub()
         #expect(hub.left.map(\.1) == [.timedOut])
         // Within the return grace, a CK under its SSRC from another port of its host: not the player.
         var bytes: [UInt8] = []

@@ -134,6 +134,20 @@ final class VirtualNetwork {
     }
 }
 
+/// A hub (peers time out after 10 s) that a player invited, and the player stalled until the hub removed it for silence,
+/// the hub's BY lost on the way: the player is still stalled.
+func playerTimedOutAtHub() -> (VirtualNetwork, hub: RecordingHost, player: RecordingHost) {
+        let net = VirtualNetwork()
+        let hub = net.add(1, name: "Hub", ssrc: 100) { $0.peerTimeout = 10_000_000_000 }
+        let player = net.add(2, name: "Player", ssrc: 200)
+        player.session.invite(hub.address, label: "hub", now: net.now)
+        net.deliver()
+        net.lose = { bytes, _ in bytes.starts(with: [0xFF, 0xFF, 0x42, 0x59]) } // the BY goes astray
+        net.stall(player)
+        net.run(seconds: 11)
+        return (net, hub, player)
+}
+
 @Suite struct SessionTests {
     @Test func initiatorAndResponderHandshakeAndPassMIDIBothWays() throws {
         let net = VirtualNetwork()
@@ -616,14 +630,7 @@ final class VirtualNetwork {
     }
 
     @Test func aPeerThatInvitedUsAndTimedOutIsToldWithBYAndAPacketFromItBringsItBack() {
-        let net = VirtualNetwork()
-        let hub = net.add(1, name: "Hub", ssrc: 100) { $0.peerTimeout = 10_000_000_000 }
-        let player = net.add(2, name: "Player", ssrc: 200)
-        player.session.invite(hub.address, label: "hub", now: net.now)
-        net.deliver()
-        net.lose = { bytes, _ in bytes.starts(with: [0xFF, 0xFF, 0x42, 0x59]) } // the BY goes astray
-        net.stall(player)
-        net.run(seconds: 11)
+        let (net, hub, player) = playerTimedOutAtHub()
         #expect(hub.left.map(\.1) == [.timedOut])
         #expect(byes(hub) == 1)
         net.resume(player)
