@@ -130,11 +130,12 @@ private:
             filled = now;
         }
     };
-    /// One address: a measurement (up to 50 pings, or pongs to the peer's, within a second), the answers to a peer's
-    /// announcements (4 a second) and headroom; a flood naming one address gets 20 a second.
-    static constexpr Rate oneAddress{150, 20};
-    /// Everyone: a few peers measuring and being measured at once.
-    static constexpr Rate everyone{400, 200};
+    /// One address, which may be several Link apps (one host's, or loopback's): a measurement is about 50 pings one
+    /// way and 50 pongs the other within a second, and each app's announcements are answered 4 times a second; a
+    /// few apps meeting measure each other at once. A flood naming one address gets 100 a second.
+    static constexpr Rate oneAddress{600, 100};
+    /// Everyone: a room's apps meeting at once.
+    static constexpr Rate everyone{1200, 600};
     /// Addresses with a budget kept: past them, a datagram to an address not among them is dropped.
     static constexpr size_t trackedAddresses = 1024;
 
