@@ -44,5 +44,10 @@ public struct LinkSettings: Equatable, Sendable {
     public static let quantumRange = 1...16
     /// Beats in a bar: a start waits for the session's next bar line, as Link apps' do.
     public var quantum = 4.0
-    public init(quantum: Double = 4) { self.quantum = quantum }
+    /// The network interfaces Link listens and sends on (`interfaces:`); empty: every one.
+    public var interfaces: [String] = []
+    public init(quantum: Double = 4, interfaces: [String] = []) {
+        self.quantum = quantum
+        self.interfaces = interfaces
+    }
 }

@@ -99,7 +99,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// Joins the Link session (`clock: { link: ... }`) and reads it every `linkInterval` on the engine's queue.
     private func joinLink(_ engine: Engine) {
         do {
-            link = try LinkSession(tempo: conductor?.generator.tempo ?? declaration.tempo)
+            link = try LinkSession(tempo: conductor?.generator.tempo ?? declaration.tempo, interfaces: declaration.link!.interfaces)
         } catch {
             logger.error("jam: \(error); the jam runs without Link")
             return

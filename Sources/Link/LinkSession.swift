@@ -1,4 +1,5 @@
 import CLink
+import Glibc
 import Jam
 import MIDI
 
@@ -17,10 +18,16 @@ public final class LinkSession: @unchecked Sendable { // Link's calls are thread
 
     private let link: OpaquePointer
 
-    /// Joins (or makes) the Link session on every network interface, at `tempo` until a peer says otherwise.
-    public init(tempo: Double) throws(LinkError) {
+    /// Joins (or makes) the Link session on the network interfaces named in `interfaces` (every one if empty), at
+    /// `tempo` until a peer says otherwise.
+    public init(tempo: Double, interfaces: [String]) throws(LinkError) {
         var error = [CChar](repeating: 0, count: 256)
-        guard let link = jb_link_create(tempo, &error, Int32(error.count)) else {
+        let names = interfaces.map { strdup($0) }
+        defer { names.forEach { free($0) } }
+        let made = names.map { UnsafePointer($0) }.withUnsafeBufferPointer {
+            jb_link_create(tempo, $0.baseAddress, Int32(names.count), &error, Int32(error.count))
+        }
+        guard let link = made else {
             throw LinkError(reason: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         self.link = link

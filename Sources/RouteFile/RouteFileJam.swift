@@ -105,21 +105,24 @@ extension RouteFileDocument {
         return JamBlocks.Clock(declaration: declaration, outputs: outputs)
     }
 
-    /// Reads `link:`: `true` (bars of 4 beats), `false`, or `{ quantum: BEATS }`.
+    /// Reads `link:`: `true` (bars of 4 beats, every interface), `false`, or `{ quantum: BEATS, interfaces: [NAME, ...] }`.
     private mutating func readLink(_ node: Node) -> LinkSettings? {
         if let mapping = node.mapping {
             var settings = LinkSettings()
             for (keyNode, value) in mapping {
                 guard let name = scalarKey(keyNode) else { continue }
-                guard name == "quantum" else {
-                    failUnknownKey(keyNode, name, known: ["quantum"], in: "'link'")
-                    continue
+                switch name {
+                case "quantum":
+                    guard let text = value.scalar?.string, let quantum = Int(text), LinkSettings.quantumRange.contains(quantum) else {
+                        fail(value, "'quantum' is the beats in a bar that Link apps start on, \(LinkSettings.quantumRange.lowerBound)-\(LinkSettings.quantumRange.upperBound), such as 4")
+                        continue
+                    }
+                    settings.quantum = Double(quantum)
+                case "interfaces":
+                    settings.interfaces = readLinkInterfaces(value)
+                default:
+                    failUnknownKey(keyNode, name, known: ["quantum", "interfaces"], in: "'link'")
                 }
-                guard let text = value.scalar?.string, let quantum = Int(text), LinkSettings.quantumRange.contains(quantum) else {
-                    fail(value, "'quantum' is the beats in a bar that Link apps start on, \(LinkSettings.quantumRange.lowerBound)-\(LinkSettings.quantumRange.upperBound), such as 4")
-                    continue
-                }
-                settings.quantum = Double(quantum)
             }
             return settings
         }
@@ -128,6 +131,33 @@ extension RouteFileDocument {
             return nil
         }
         return readBool(node, key: "link") == true ? LinkSettings() : nil
+    }
+
+    /// `interfaces:`: the network interfaces Link may listen and send on, by name (ip link's), each once; entries with
+    /// mistakes are left out.
+    private mutating func readLinkInterfaces(_ node: Node) -> [String] {
+        let form = "'interfaces' lists the network interfaces Link may use, by name, such as [eth0] or [wlan0, lo]"
+        guard let sequence = node.sequence, !sequence.isEmpty else {
+            fail(node, Self.isEmpty(node) || node.sequence != nil
+                 ? "\(form); leave it out for every interface" : "\(form), not \(Self.describe(node)) (a single name goes in a list)")
+            return []
+        }
+        var names: [String] = []
+        for item in sequence {
+            // Linux's rule (dev_valid_name): 1-15 bytes, no '/', ':' or white space, not '.' or '..'.
+            guard let name = item.scalar?.string, !Self.isEmpty(item), name.utf8.count <= 15, name != ".", name != "..",
+                  !name.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace }) else {
+                fail(item, "\(form); \(Self.describe(item)) is not an interface name "
+                     + "(1-15 characters, no '/', ':' or spaces)")
+                continue
+            }
+            guard !names.contains(name) else {
+                fail(item, "'\(name)' is listed twice in 'interfaces'")
+                continue
+            }
+            names.append(name)
+        }
+        return names
     }
 
     /// The policy `key` sets with `value`: an endpoint or peer name (glob) for `fixed`, a list for `priority`.

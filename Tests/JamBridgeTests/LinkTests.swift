@@ -133,10 +133,11 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         return (offsets(zip(heard.map(\.index), beats).map { ($0, $1) }, tempo: tempo), tempo)
     }
 
-    func routeFile(port: UInt16, in directory: URL, name: String = "jam-link", invite: UInt16? = nil, more: String = "") throws -> URL {
+    func routeFile(port: UInt16, in directory: URL, name: String = "jam-link", invite: UInt16? = nil, link: String = "true",
+                   more: String = "") throws -> URL {
         let file = directory.appendingPathComponent("\(name).yaml")
         let invitation = invite.map { ", invite: [{ host: 127.0.0.1, port: \($0) }]" } ?? ""
-        try "session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invitation) }\nclock: { tempo: 120, link: true }\n\(more)"
+        try "session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invitation) }\nclock: { tempo: 120, link: \(link) }\n\(more)"
             .write(to: file, atomically: true, encoding: .utf8)
         return file
     }
@@ -340,6 +341,65 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         #expect(offsets.count > 300 && keepsPhase(offsets),
                 "\(offsets.count) ticks, mean |B - A| \(mean) ms: \(offsets.map { ($0 * 100).rounded() / 100 })")
         print("Link: two instances' clocks through Link alone: \(offsets.count) ticks of the same index, mean |B - A| \((mean * 1000).rounded() / 1000) ms, max \(((offsets.map(abs).max() ?? 0) * 1000).rounded() / 1000) ms")
+    }
+
+    /// Issue 41: 8,000 forged Link sessions at 2,000 ALIVEs a second (hand-made, Tests/Peers/link_forger.py), each
+    /// naming 127.0.0.2 as where to measure it. Link measures a session it has not heard with a socket of its own: the
+    /// daemon's descriptors stay within a few of what it had, it pings 127.0.0.2 no more than its budget for one
+    /// address allows (600, then 100 a second), and its control socket answers throughout.
+    @Test func forgedSessionsNeitherExhaustDescriptorsNorMakeTheDaemonAReflector() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: peersPython.path), "run scripts/install-deps.sh")
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let daemon = try daemon(in: lab, routeFile(port: freshSessionPort(), in: temporaryDirectory()))
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "jam: in the Ableton Link session"), "\(daemon.errorSoFar)")
+        Thread.sleep(forTimeInterval: 1)
+        let descriptors = openDescriptors(daemon.pid, below: 1 << 20), ticks = cpuTicks(daemon.pid)
+        let seconds = 10.0
+        let forger = try LineReadingProcess(ipCommand, lab.inside(peersPython.path, [
+            repositoryRoot.appendingPathComponent("Tests/Peers/link_forger.py").path, "127.0.0.2", "20999", "8000", "2000", "\(seconds)"]))
+        var most = descriptors, statusFailures = 0, polls = 0
+        while !forger.waitForLine(containing: "\"sent\"", seconds: 0.2) {
+            most = max(most, openDescriptors(daemon.pid, below: 1 << 20))
+            polls += 1
+            if polls % 10 == 0, (try? jambridge(["status", "--pid", "\(daemon.pid)"]).status) != 0 { statusFailures += 1 }
+            try #require(polls < 200, "the forger never finished")
+        }
+        let cpu = Double(cpuTicks(daemon.pid) - ticks) / Double(sysconf(Int32(_SC_CLK_TCK))) / (seconds + 1)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(forger.lines.last!.utf8)) as? [String: Int])
+        let pings = report["pings"] ?? -1
+        #expect((report["sent"] ?? 0) > Int(seconds) * 1500, "\(report)")
+        #expect(most <= descriptors + 12, "descriptors went from \(descriptors) to \(most)")
+        #expect(pings <= 600 + 100 * Int(seconds + 2), "\(pings) pings to the forged address")
+        #expect(statusFailures == 0)
+        daemon.interrupt()
+        #expect(daemon.finish(killingAfter: 20).status == 0)
+        print("Link: \(report["sent"] ?? 0) forged ALIVEs in \(seconds) s: descriptors \(descriptors) -> at most \(most); \(pings) pings (\(report["ping_bytes"] ?? 0) bytes) to the forged address, \(report["responses"] ?? 0) responses to the forger; \(Int((cpu * 100).rounded())) % of a core")
+    }
+
+    /// `link: { interfaces: [...] }`: an instance told to use only a veth link to another namespace joins aalink's
+    /// session there, and hears nothing of forged sessions multicast on its loopback.
+    @Test func linkListensOnlyOnTheInterfacesNamed() throws {
+        let (lab, far) = (try LinkNamespace(), try LinkNamespace())
+        defer { lab.remove(); far.remove() }
+        for command in [["-n", lab.name, "link", "add", "jbnear", "type", "veth", "peer", "name", "jbfar", "netns", far.name],
+                        ["-n", lab.name, "addr", "add", "10.231.0.1/24", "dev", "jbnear"], ["-n", lab.name, "link", "set", "jbnear", "up"],
+                        ["-n", far.name, "addr", "add", "10.231.0.2/24", "dev", "jbfar"], ["-n", far.name, "link", "set", "jbfar", "up"]] {
+            let result = try run(ipCommand.path, command, mergingErrors: true)
+            try #require(result.status == 0, "ip \(command.joined(separator: " ")): \(result.out)")
+        }
+        let peer = try LinkPeer(aalinkIn: far, bpm: 120)
+        defer { peer.quit() }
+        let daemon = try daemon(in: lab, routeFile(port: freshSessionPort(), in: temporaryDirectory(), link: "{ interfaces: [jbnear] }"))
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
+        let forged = try run(ipCommand.path, lab.inside(peersPython.path, [
+            repositoryRoot.appendingPathComponent("Tests/Peers/link_forger.py").path, "127.0.0.2", "20999", "100", "200", "2"]))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(forged.out.utf8)) as? [String: Int], "\(forged.out)")
+        #expect(report["pings"] == 0 && report["responses"] == 0, "\(report)")
+        daemon.interrupt()
+        #expect(daemon.finish(killingAfter: 20).status == 0)
     }
 
     /// Two instances in one RTP-MIDI session and one Link session: a start on one of them is on Link's bar line, where

@@ -58,10 +58,31 @@ import Testing
         #expect(try parse("clock: { link: { quantum: 3 } }\n" + endpoints).jam?.link == LinkSettings(quantum: 3))
         #expect(locatedMistakes("clock: { link: { quantum: 0, phase: 1 } }\n" + endpoints) == [
             "r.yaml:1:27: 'quantum' is the beats in a bar that Link apps start on, 1-16, such as 4",
-            "r.yaml:1:30: unknown key 'phase' in 'link'; the keys are quantum",
+            "r.yaml:1:30: unknown key 'phase' in 'link'; the keys are quantum, interfaces",
         ])
         #expect(locatedMistakes("clock: { link: [4] }\n" + endpoints) == [
             "r.yaml:1:16: 'link' is true, false or a mapping such as '{ quantum: 4 }', not a list",
+        ])
+    }
+
+    /// `link: { interfaces: [...] }` names where Link may listen and send (issue 41): each an interface name, once.
+    @Test func linkInterfacesAreNamesEachOnce() throws {
+        #expect(try parse("clock: { link: { interfaces: [eth0, lo] } }\n" + endpoints).jam?.link
+                == LinkSettings(quantum: 4, interfaces: ["eth0", "lo"]))
+        #expect(locatedMistakes("clock: { link: { interfaces: [eth0, \"a/b\", averyveryverylongname, eth0] } }\n" + endpoints) == [
+            "r.yaml:1:37: 'interfaces' lists the network interfaces Link may use, by name, such as [eth0] or [wlan0, lo]; "
+                + "'a/b' is not an interface name (1-15 characters, no '/', ':' or spaces)",
+            "r.yaml:1:44: 'interfaces' lists the network interfaces Link may use, by name, such as [eth0] or [wlan0, lo]; "
+                + "'averyveryverylongname' is not an interface name (1-15 characters, no '/', ':' or spaces)",
+            "r.yaml:1:67: 'eth0' is listed twice in 'interfaces'",
+        ])
+        #expect(locatedMistakes("clock: { link: { interfaces: eth0 } }\n" + endpoints) == [
+            "r.yaml:1:30: 'interfaces' lists the network interfaces Link may use, by name, such as [eth0] or [wlan0, lo], "
+                + "not 'eth0' (a single name goes in a list)",
+        ])
+        #expect(locatedMistakes("clock: { link: { interfaces: [] } }\n" + endpoints) == [
+            "r.yaml:1:30: 'interfaces' lists the network interfaces Link may use, by name, such as [eth0] or [wlan0, lo]; "
+                + "leave it out for every interface",
         ])
     }
 

@@ -24,8 +24,10 @@ typedef struct {
     int64_t playingSince;
 } jb_link_state;
 
-/// A new instance at `bpm`, or NULL if Link could not start (its error in `error`, `size` bytes at most).
-jb_link *jb_link_create(double bpm, char *error, int size);
+/// A new instance at `bpm` on the `count` network interfaces named in `interfaces` (every interface if none), or NULL
+/// if Link could not start (its error in `error`, `size` bytes at most). Its sockets for measuring sessions and what it
+/// sends to any one address are bounded (link.cpp).
+jb_link *jb_link_create(double bpm, const char *const *interfaces, int count, char *error, int size);
 void jb_link_destroy(jb_link *link);
 void jb_link_enable(jb_link *link, bool enable);
 uint64_t jb_link_peers(jb_link *link);
