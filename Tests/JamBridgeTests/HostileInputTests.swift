@@ -150,7 +150,7 @@ import Testing
             .map { $0.split(separator: " ").last.map(String.init) ?? "" }
         #expect(clock.filter { $0 != "Clock" } == ["Start", "Stop"], "\(clock.filter { $0 != "Clock" })\n\(result.err)")
         let ticks = clock.filter { $0 == "Clock" }.count
-        // The outputs run a few ticks on until the Stop comes (more on a loaded machine), and lose none.
+        // The outputs run a few ticks on until the Stop comes (more on a loaded machine).
         #expect((180...215).contains(ticks), "\(ticks) ticks for the 4 s (192 ticks) the peer led at 120 BPM")
     }
 
