@@ -209,8 +209,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
         sink.queue.sync {
             advertiser?.cancel()
             browser?.cancel()
+            lane?.stop() // its thread sends from the data port, which the runner's stop closes
             runner.stop()
-            lane?.stop()
             if let failures = lane?.failures.load(ordering: .relaxed), failures > 0 {
                 logger.warning("session '\(configuration.name)': \(counted(failures, "clock datagram")) refused by the kernel")
             }
