@@ -30,10 +30,12 @@
 //
 // Invariants (the session's internals are not looked at):
 // - each RTP datagram B gets moves exactly one of its counters packetsReceived, malformed,
-//   latePackets, unknownSender by one: late/duplicate (by the sequence numbers B accepted)
-//   exactly when latePackets; sequenceGaps grows by the skipped numbers; `repairs` grows by
-//   one exactly when the packet is accepted, has J=1, and a gap was seen since the last
-//   repair; repairMessages only then, and by at most the messages the packet passed on;
+//   latePackets, unknownSender, outOfWindow by one: late/duplicate (by the sequence numbers B
+//   accepted) exactly when latePackets, more than 3000 ahead exactly when outOfWindow, unless it
+//   is the 8th behind (3rd ahead) in a row each following on, which B takes as a lost run;
+//   sequenceGaps grows by the skipped numbers; `repairs` grows by one exactly when the packet is
+//   accepted, has J=1, and a gap (or such a run) was seen since the last repair; repairMessages
+//   only then, and by at most the messages the packet passed on;
 //   without playout, `received` is called once per messagesReceived; a refused packet passes
 //   nothing on; in (b)(1) the packet is accepted exactly when the input decodes as a journal;
 // - everything B passes on is valid MIDI: its MIDI 1.0 bytes parse back to the same message
@@ -210,6 +212,9 @@ final class Harness {
     var lastNumber: UInt16?
     /// The model of B: the last sequence number it accepted, and a loss not yet repaired.
     var accepted: UInt16?
+    /// The session's rule for packets behind the last accepted or more than 3000 ahead: dropped unless the 8th (behind)
+    /// or 3rd (ahead) in a row, each following on from the one before; the next such number and the run so far.
+    var probation: (next: UInt16, streak: Int)?
     var lossPending = false
     var ssrcA: UInt32 { a.session.ssrc }
 
@@ -330,10 +335,20 @@ final class Harness {
         guard let (header, range) = packet.withUnsafeBytes({ try? RTPHeader.parse($0) }) else { preconditionFailure("bad RTP header made") }
         let hasJournal = !range.isEmpty && packet[range.lowerBound] & 0x40 != 0
         let connected = !b.session.connectedPeers.isEmpty
-        var late = false, skipped = 0
+        var late = false, farAhead = false, resynced = false, skipped = 0
         if connected, let accepted {
-            let distance = Int16(bitPattern: header.sequence &- accepted)
-            if distance <= 0 { late = true } else { skipped = Int(distance) - 1 }
+            let distance = Int(Int16(bitPattern: header.sequence &- accepted))
+            if distance <= 0 || distance > 3000 {
+                let streak = probation?.next == header.sequence ? probation!.streak + 1 : 1
+                if streak >= (distance <= 0 ? 8 : 3) {
+                    resynced = true
+                } else {
+                    probation = (header.sequence &+ 1, streak)
+                    if distance <= 0 { late = true } else { farAhead = true }
+                }
+            } else {
+                skipped = distance - 1
+            }
         }
         let before = b.session.counters, receivedBefore = b.receivedCount
         trace("  feed #\(header.sequence) (\(packet.count) bytes, J=\(hasJournal), skips \(skipped)\(late ? ", late" : ""))")
@@ -342,9 +357,10 @@ final class Harness {
         let passed = after.messagesReceived - before.messagesReceived
         let repairs = after.repairs - before.repairs, repairMessages = after.repairMessages - before.repairMessages
         let moved = [after.packetsReceived - before.packetsReceived, after.malformed - before.malformed,
-                     after.latePackets - before.latePackets, after.unknownSender - before.unknownSender]
+                     after.latePackets - before.latePackets, after.unknownSender - before.unknownSender,
+                     after.outOfWindow - before.outOfWindow]
         precondition(moved.allSatisfy { $0 == 0 || $0 == 1 } && moved.reduce(0, +) == 1,
-                     "one RTP datagram moved received/malformed/late/unknown by \(moved)")
+                     "one RTP datagram moved received/malformed/late/unknown/out of window by \(moved)")
         precondition(after.sequenceGaps - before.sequenceGaps == (late || !connected ? 0 : skipped),
                      "sequenceGaps grew by \(after.sequenceGaps - before.sequenceGaps), \(skipped) numbers skipped")
         precondition(repairMessages >= 0 && repairMessages <= passed, "\(repairMessages) repair messages of \(passed) passed on")
@@ -355,17 +371,19 @@ final class Harness {
             precondition(moved[3] == 1, "RTP from a peer that is gone was not counted as unknown")
             return false
         }
-        if late {
-            precondition(moved[2] == 1 && passed == 0, "a late packet was not dropped as late: \(moved)")
+        if late || farAhead {
+            precondition(moved[late ? 2 : 4] == 1 && passed == 0, "a late or far packet was not held back: \(moved)")
             return false
         }
-        precondition(moved[2] == 0 && moved[3] == 0, "an in-order packet from a connected peer counted as late or unknown")
-        if skipped > 0 { lossPending = true }
+        precondition(moved[2] == 0 && moved[3] == 0 && moved[4] == 0,
+                     "an in-order packet from a connected peer counted as late, unknown or out of window")
+        if skipped > 0 || resynced { lossPending = true }
         let isAccepted = moved[0] == 1
         if isAccepted {
             // The first packet's journal is read when its history begins before it (what it overtook is repaired).
             let first = accepted == nil
             accepted = header.sequence
+            probation = nil
             let expected = lossPending && hasJournal
             precondition(repairs == (expected ? 1 : 0) || (first && hasJournal && repairs == 1),
                          "repairs grew by \(repairs); loss pending \(lossPending), J=\(hasJournal)")
