@@ -369,11 +369,11 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                         if release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
                             engine.routeOnQueue(event)
                         } else {
-                            if Self.startsOrStops(event.message) {
+                            if event.message.startsOrStops {
                                 // One Start, Stop or Continue at one instant to an output, the last: a song started on
                                 // the Link session's coming bar line and stopped before it left a Start and a Stop
                                 // there, again at each start and stop of a flood.
-                                waiting.removeAll { $0.event.source == event.source && $0.event.time == event.time && Self.startsOrStops($0.event.message) }
+                                waiting.removeAll { $0.event.source == event.source && $0.event.time == event.time && $0.event.message.startsOrStops }
                             }
                             waiting.insert((release, event), at: waiting.firstIndex { $0.release > release } ?? waiting.endIndex)
                         }
@@ -413,10 +413,6 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                 log(.refusal, .warning, "jam: refused \(message) from \(source): \(master.map { "\($0) leads" } ?? "it may not lead") (\(counted(refusals, "message")) refused so far)")
             }
         }
-    }
-
-    private static func startsOrStops(_ message: MIDIMessage) -> Bool {
-        message == .start || message == .stop || message == .continue
     }
 
     /// The kinds of the jam's lines a flood could repeat, each bounded by a `LogWindow` of its own.

@@ -53,6 +53,9 @@ extension MIDIMessage {
         }
     }
 
+    /// True for Start, Stop and Continue: what starts or stops a song (an output takes one of them at an instant).
+    @inlinable public var startsOrStops: Bool { self == .start || self == .stop || self == .continue }
+
     /// True for a clock tick and for transport (Start, Stop, Continue, Song Position): what a song's clock sends.
     @inlinable public var isClockOrTransport: Bool {
         switch self {

@@ -618,8 +618,15 @@ public final class RTPMIDISession {
             if peer.sender.isEmpty, peer.withdrawn.isEmpty, peer.ahead.last?.time == time {
                 // Messages due at one instant leave in one packet (a late joiner's Song Position, Continue and tick),
                 // so that the network cannot reorder or lose one without the others.
+                // One Start, Stop or Continue at an instant, the last (a flood of starts and stops before a bar line
+                // handed both out for it), as the jam keeps for the outputs it hands messages when due.
                 var taken = takeBackAhead(peer)
-                if taken.last?.time == time { taken[taken.count - 1].messages.append(message) } else { taken.append(packet) }
+                if taken.last?.time == time {
+                    if message.startsOrStops { taken[taken.count - 1].messages.removeAll(where: \.startsOrStops) }
+                    taken[taken.count - 1].messages.append(message)
+                } else {
+                    taken.append(packet)
+                }
                 for packet in taken { post(packet, to: peer) }
                 continue
             }

@@ -197,6 +197,18 @@ final class VirtualLane: PacketLane {
         #expect(b.session.counters.sequenceGaps == 0 && b.session.counters.latePackets == 0)
     }
 
+    /// Issue 41: a flood of starts and stops before a bar line hands out a Start, a Stop and a Start again for it: one
+    /// packet, with the last of them only.
+    @Test func oneStartOrStopAtAnInstantTheLast() {
+        let (net, a, b, lane) = connected()
+        for message: MIDIMessage in [.start, .stop, .start] { a.session.sendAhead(message, at: later(net, 30)) }
+        a.session.sendAhead(.timingClock, at: later(net, 30))
+        lane.sendDue(until: later(net, 40))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.start, .timingClock])
+        #expect(sequences(a).count == 1)
+    }
+
     /// Withdrawn after an instant (the song stopped), the ticks due later never leave, those due by then do, and
     /// the next packet carries the sequence number after the last that left.
     @Test func withdrawnTicksNeverLeaveAndTheNextPacketFollowsTheLastSent() {
