@@ -55,8 +55,8 @@ public struct SessionCounters: Equatable, Sendable {
     /// RTP, CK, RS and BY under a peer's SSRC from an address it did not join from (another host, or another port of
     /// its host): dropped, whatever they say. A peer is where it joined from; its SSRC is in every packet it sends.
     public var wrongAddress = 0
-    /// RTP packets whose sequence number is far from the peer's (more than `RTPMIDISession.maxDropout` ahead or
-    /// `maxMisorder` behind): dropped unless the next packet follows on from it (the sender really moved on).
+    /// RTP packets more than `RTPMIDISession.maxDropout` ahead of the peer's last: dropped unless the third in a row,
+    /// each following on from the one before (the sender really moved on; see `resynchronization`).
     public var outOfWindow = 0
     /// CK exchanges ignored for an impossible round trip (negative or over 10 s: times echoed wrong).
     public var badClockSyncs = 0
@@ -1066,11 +1066,11 @@ public final class RTPMIDISession {
     private func sender(_ ssrc: UInt32, on port: SessionPort, from address: NetworkAddress, now: MonotonicInstant) -> Sender {
         if let peer = peer(ssrc) {
             if peer.isAt(address, on: port) { return .peer(peer) }
-            return refuse(ssrc, of: peer.info, from: address)
+            return dropWrongAddress(ssrc, of: peer.info, from: address)
         }
         guard let index = departed.firstIndex(where: { $0.peer.has(ssrc) && now < $0.until }) else { return .stranger }
         let record = departed[index]
-        guard record.peer.isAt(address, on: port) else { return refuse(ssrc, of: record.peer.info, from: address) }
+        guard record.peer.isAt(address, on: port) else { return dropWrongAddress(ssrc, of: record.peer.info, from: address) }
         // It invited us again: a new session is on its way.
         guard record.mayReturn, halfOpen[record.peer.info.ssrc] == nil else { return .departed }
         if let target = targets.firstIndex(where: { $0.address == record.peer.info.address }),
@@ -1082,7 +1082,7 @@ public final class RTPMIDISession {
     }
 
     /// Drops a packet under `ssrc`, the SSRC of `peer`, from `address`, which is not where it joined from.
-    private func refuse(_ ssrc: UInt32, of peer: PeerInfo, from address: NetworkAddress) -> Sender {
+    private func dropWrongAddress(_ ssrc: UInt32, of peer: PeerInfo, from address: NetworkAddress) -> Sender {
         counters.wrongAddress += 1
         delegate.session(dropped: "a packet under the SSRC of '\(peer.name)' (\(ssrc)) from an address it did not join from",
                          from: address)
