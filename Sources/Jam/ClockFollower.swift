@@ -222,6 +222,12 @@ public struct ClockFollower: BeatTimeline, Sendable {
         return Double(tick) + (now.nanoseconds(since: origin) - filtered) / period
     }
 
+    /// The timeline as a value (`SongLine`); nil unless running with a tempo.
+    public var line: SongLine? {
+        guard state == .running, hasPeriod, let origin else { return nil }
+        return SongLine(tick: Double(tick), time: MonotonicInstant(filtered, after: origin), period: period)
+    }
+
     /// The first tick after `now` and when it falls; nil unless running.
     public func nextTick(after now: MonotonicInstant) -> (tick: Int, time: MonotonicInstant)? {
         guard let position = position(at: now) else { return nil }

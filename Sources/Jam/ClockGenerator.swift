@@ -156,6 +156,13 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         isRunning ? Double(anchorTick) + now.nanoseconds(since: anchorTime) / period : nil
     }
 
+    /// The timeline as a value (`SongLine`), with a tempo waiting for its beat; nil while stopped.
+    public var line: SongLine? {
+        guard isRunning else { return nil }
+        return SongLine(tick: Double(anchorTick), time: anchorTime, period: period,
+                        change: pendingTempo.map { (Double(pendingBeatTick), MIDIClock.tickPeriod(bpm: $0)) })
+    }
+
     /// When the next tick is due; nil while stopped.
     public var nextTickTime: MonotonicInstant? { isRunning ? time(atTick: Double(position)) : nil }
 

@@ -211,6 +211,11 @@ public struct JamConductor: Sendable {
         generator.isRunning ? generator : follower.isRunning && follower.tempo != nil ? follower : nil
     }
 
+    /// The song's timeline as a value any thread can read (`timeline`'s line), nil while no song runs.
+    public var songLine: SongLine? {
+        generator.isRunning ? generator.line : follower.isRunning && follower.tempo != nil ? follower.line : nil
+    }
+
     /// The session's total activity as the drums follow it: the master's total as heard, else this instance's own.
     public func sessionTotal(at now: MonotonicInstant) -> UInt7 {
         aggregator.heardTotal ?? aggregator.total(at: now)

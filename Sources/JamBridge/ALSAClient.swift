@@ -108,8 +108,8 @@ final class ALSAClient: @unchecked Sendable {
         sequencer.deletePort(port.port)
     }
 
-    /// The engine's queue, once started: where the endpoints' output resumes.
-    var queue: DispatchQueue? { sink?.queue }
+    /// The engine's timed output, once started: where the endpoints' output resumes (on the engine's queue).
+    var timed: TimedOutput? { sink?.timed }
 
     var schedulesAhead: Bool { sequencer.schedulesAhead }
 
@@ -260,7 +260,7 @@ extension String {
 /// What an `ALSAPortSink` needs of its client: `ALSAClient`, or in tests one whose writes find no room on purpose (the
 /// sequencer itself needs a kernel).
 protocol ALSAPortClient: AnyObject {
-    var queue: DispatchQueue? { get }
+    var timed: TimedOutput? { get }
     /// True if what is stamped ahead leaves at its time (the sequencer's queue).
     var schedulesAhead: Bool { get }
     /// Takes back the clock ticks scheduled for after `time` that have not left.
@@ -275,9 +275,9 @@ protocol ALSAPortClient: AnyObject {
 extension ALSAClient: ALSAPortClient {}
 
 /// An `alsa:` endpoint as the engine's sink: what routes send to it leaves its port, SysEx paced to what a MIDI wire
-/// carries (`PacedOutput`); what the sequencer has no room for waits in an `OutputBacklog`. A timer on the engine's
-/// queue resumes both, so the port never waits there.
-final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
+/// carries (`PacedOutput`); what the sequencer has no room for waits in an `OutputBacklog`. The engine's timed output
+/// resumes both at their time, so the port never waits on the engine's queue.
+final class ALSAPortSink: TimedSink, @unchecked Sendable {
     let port: Int32
     let endpointName: String
     let pattern: (client: NameGlob, port: ALSAPortPattern)?
@@ -285,8 +285,8 @@ final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
     // Touched only on the engine's queue.
     private var output = PacedOutput(now: MonotonicClock.now())
     private var backlog = OutputBacklog()
-    private var resume: DispatchSourceTimer?
-    /// When `resume` fires, if it is set to.
+    /// The port's ticket for its resumptions (`TimedOutput`), and when the next is due, if one is.
+    private var resumptions: TimedTicket?
     private var resumeAt: MonotonicInstant?
 
     init(client: any ALSAPortClient, port: Int32, endpointName: String, pattern: (client: NameGlob, port: ALSAPortPattern)?) {
@@ -297,9 +297,9 @@ final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
     }
 
     /// What is stamped ahead leaves through the sequencer's queue at its time.
-    var takesAhead: Bool { client.schedulesAhead }
+    var sendsAtItsTime: Bool { client.schedulesAhead }
 
-    func withdraw(after time: MonotonicInstant) {
+    func takeBack(after time: MonotonicInstant) {
         backlog.removeClock(after: time)
         client.removeScheduledClock(after: time)
     }
@@ -339,25 +339,22 @@ final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
         if !lost.isEmpty { client.count(lost, endpoint: endpointName) }
     }
 
-    /// Sets the timer for when the pacing lets more leave or, while something waits for room, the next retry; an
-    /// earlier time it is set for stays.
+    /// Asks the timed output to resume the port when the pacing lets more leave or, while something waits for room,
+    /// at the next retry; an earlier resumption asked for stays.
     private func schedule(now: MonotonicInstant) {
         var wait = output.wait(now: now)
         if !backlog.isEmpty { wait = min(wait ?? .max, OutputBacklog.retryInterval) }
-        guard let wait, let queue = client.queue else { return }
+        guard let wait, let timed = client.timed else { return }
         let due = now.advanced(byNanoseconds: wait)
         if let resumeAt, resumeAt <= due { return }
-        let timer = resume ?? DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)))
-        if resume == nil {
-            timer.setEventHandler { [weak self] in self?.resumed() }
-            resume = timer
-            timer.resume()
-        }
+        let ticket = resumptions ?? timed.ticket()
+        resumptions = ticket
+        timed.withdraw(ticket)
+        timed.call(at: due, ticket: ticket) { [weak self] in self?.resumed() }
         resumeAt = due
     }
 
-    /// The timer fired: writes again what waited for room, sends what the pacing lets leave, and sets the timer again.
+    /// Resumed at its time: writes again what waited for room, sends what the pacing lets leave, and sets the timer again.
     private func resumed() {
         resumeAt = nil
         let now = MonotonicClock.now()
@@ -369,8 +366,8 @@ final class ALSAPortSink: SinkEndpoint, @unchecked Sendable {
     /// Sends what waited (messages, and an F7 ending a SysEx already begun) and tries once more what had no room,
     /// dropping what still has none, then removes the port.
     func stop() {
-        resume?.cancel()
-        resume = nil
+        if let resumptions { client.timed?.withdraw(resumptions) }
+        resumptions = nil
         resumeAt = nil
         let now = MonotonicClock.now()
         let (pieces, dropped) = output.flush()

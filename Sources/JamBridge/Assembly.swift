@@ -46,6 +46,8 @@ final class Assembly {
     }
 
     let engine: Engine
+    /// The jam's song as the jam publishes it, for the parts that play along it (`Wiring.song`).
+    let song = PublishedSong()
     private let context: PartContext
     /// The kinds of part, in groups, in the order they are made and started (`partKinds`).
     private let kinds: [[any Part.Type]]
@@ -111,7 +113,7 @@ final class Assembly {
         let wiring = Wiring(engine: engine, configuration: new, ids: bindings.mapValues(\.id),
                             routeIDs: bindings.mapValues(\.routeIDs),
                             identity: { made.lazy.compactMap(\.part.identity).first },
-                            song: { made.lazy.compactMap { $0.part.song() }.first })
+                            song: song)
         for running in parts { running.part.start(wiring) }
         for name in outcome.started {
             if let binding = bindings[name] { binding.endpoint.source?.start(id: binding.id, sink: engine) }

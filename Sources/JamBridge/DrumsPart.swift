@@ -3,27 +3,37 @@ import Jam
 import Logging
 import MIDI
 import RouteFile
+import Synchronization
 
 /// The drum sequencer (`drums:`): its player, the `drums` endpoint, the audio it plays (`audio:`) and its commands
-/// (`jambridge drums style|level|mute`, OSC `/jambridge/drums/...`). It plays along the jam's song, which it reads
-/// (`Wiring.song`: a copy taken on the engine's queue) and never changes, so that a new kit, audio device, seed or
-/// note map makes the drums again and leaves the jam, its master and its song as they are. A timer of its own
-/// (`ClockThread`, below the jam's clock and the audio thread) calls the player at its deadlines.
-final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on the engine's queue
-    /// The drums' timer: above every ordinary thread, below the jam's clock (20: the session and the clock outputs
+/// (`jambridge drums style|level|mute`, OSC `/jambridge/drums/...`). It plays along the jam's song as the jam
+/// publishes it (`Wiring.song`), which it never changes, so that a new kit, audio device, seed or note map makes the
+/// drums again and leaves the jam, its master and its song as they are. A real-time thread of its own (`ClockThread`,
+/// below the jam's clock and the audio thread) plays the song ahead: it reads the published song and hands hits to
+/// the audio without ever entering the engine's queue; the notes it computes go through the engine's queue to the
+/// timed output, which sends them from the `drums` endpoint at their time.
+final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: on the engine's queue
+    /// The drums' thread: above every ordinary thread, below the jam's clock (20: the session and the clock outputs
     /// keep time by it) and the drums' audio (18: a late period is a dropout, a late note is late by its render).
     static let timer = ClockThread.Role(name: "drums", priority: 17, withoutIt: "for the drums: they play nothing",
                                         jitters: "drum notes")
 
     private let logger: Logger
     private let player: DrumsPlayer
-    private var engine: Engine?
-    /// The jam's song as it is now (the wiring's), asked at each deadline.
-    private var song: () -> (any JamSong)? = { nil }
+    private var engine: (any EventSink)?
+    private var song: PublishedSong?
     private var timer: ClockThread?
-    /// The jam's transport, routed to the drums: a Start wakes the timer, so that the song's downbeat is played on
-    /// time rather than when the timer next looks (every `DrumsPlayer.lookInterval`).
+    /// Wakes the engine's queue when the thread left notes in the player's outbox.
+    private var outboxSignal: OutboxSignal?
+    /// The jam's transport, routed to the drums (ahead of its time): the song changes there, so the notes computed
+    /// for after it are withdrawn and the thread is woken to play the song from there.
     private let transport = DrumsTransport()
+    /// The drums' notes in the timed output, and how many note-ons went or wait there.
+    private var ticket: TimedTicket?
+    private var notes = 0
+    /// The song's version when it last changed, and from when: notes computed along an older one for after that
+    /// instant are not sent.
+    private var change: (version: UInt64, after: MonotonicInstant)?
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: DrumsDeclaration)] {
         configuration.drums.map { [(DrumsDeclaration.endpointName, $0)] } ?? []
@@ -45,27 +55,42 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
         let old = player.declaration
         guard new.kit == old.kit, new.voices == old.voices, new.audio == old.audio, new.seed == old.seed,
               new.channel == old.channel, new.notes == old.notes else { return .replace }
-        engine?.queue.sync { player.apply(new) } ?? player.apply(new)
+        player.apply(new)
         return .applied
     }
 
-    /// Reads the song where the wiring says (the jam may have been made again), and starts the timer the first time.
+    /// Starts the thread and the outbox's signal the first time.
     func start(_ wiring: Wiring) {
         let engine = wiring.engine
         self.engine = engine
-        engine.queue.sync { song = wiring.song }
-        if timer == nil {
-            let timer = ClockThread(Self.timer, logger: logger) { [unowned self] now in engine.queue.sync { fire(now) } }
-            self.timer = timer
-            engine.queue.sync { transport.heard = { timer.wake() } }
+        guard timer == nil else { return }
+        let published = wiring.song
+        let signal = OutboxSignal(queue: engine.queue) { [weak self] in self?.takeOutbox() }
+        let reading = SongReading(published)
+        let player = player
+        let timer = ClockThread(Self.timer, logger: logger) { now in
+            let song = reading.read()
+            let (next, posted) = player.fire(song.state, version: song.version, now: now)
+            if posted { signal.raise() }
+            return next
         }
+        engine.queue.sync {
+            song = published
+            outboxSignal = signal
+            let ticket = engine.timed.ticket()
+            self.ticket = ticket
+            player.source.ticket = ticket
+            transport.changed = { [weak self] time in self?.songChanged(at: time) }
+            published.startedOrStopped = { timer.wake() }
+        }
+        self.timer = timer
     }
 
-    /// Carries out the drums' commands, on the engine's queue.
+    /// Carries out the drums' commands.
     func perform(_ command: ControlCommand, from channel: CommandChannel) -> Result<String, JamRefusal>? {
         guard case .drums(let command) = command else { return nil }
-        guard let engine else { return .failure(JamRefusal(reason: "the drums are not playing")) }
-        let result = engine.queue.sync { player.perform(command) }
+        guard engine != nil else { return .failure(JamRefusal(reason: "the drums are not playing")) }
+        let result = player.perform(command)
         switch result {
         case .success(let text): logger.info("drums: \(text)")
         case .failure(let refusal): logger.notice("drums: \(refusal.reason)")
@@ -74,32 +99,101 @@ final class DrumsPart: Part, @unchecked Sendable { // `song` and the player: on 
     }
 
     func report(into status: inout DaemonStatus) {
-        guard let engine else { return }
-        engine.queue.sync { status.drums = player.report(at: MonotonicClock.now(), song: song()) }
+        guard let engine, let song else { return }
+        let notes = engine.queue.sync { self.notes }
+        let state = song.read(else: (PublishedSong.State.silent, 0)).state
+        status.drums = player.report(at: MonotonicClock.now(), song: state, notes: notes)
     }
 
-    /// Stops the timer and the audio, and lets go of the wiring's song (which holds the parts, this one too).
+    /// Stops the thread and the audio.
     func stop() {
-        engine?.queue.sync { transport.heard = {} }
+        engine?.queue.sync {
+            transport.changed = { _ in }
+            song?.startedOrStopped = {}
+        }
         timer?.stop()
         timer = nil
+        outboxSignal?.source.cancel()
+        outboxSignal = nil
         player.stop()
-        engine?.queue.sync { song = { nil } }
     }
 
-    /// What the timer calls at each deadline, on the engine's queue: plays what is due, returns the next deadline.
-    /// The thread (at real-time priority) never spins: 100 µs at least between calls.
-    private func fire(_ now: MonotonicInstant) -> MonotonicInstant {
-        max(player.fire(song(), now: now), now.advanced(byNanoseconds: 100_000))
+    // MARK: On the engine's queue
+
+    /// Posts what the thread computed to the timed output, and withdraws what it took back.
+    private func takeOutbox() {
+        guard let engine, let ticket, let id = player.source.id else { return }
+        for (output, version) in player.takeOutbox() {
+            switch output {
+            case .note(let message, let time):
+                let isOn = if case .noteOn = message { true } else { false }
+                // A note-on computed along the song as it was before it changed, for after the change, is not sent.
+                if isOn, let change, version < change.version, time > change.after { continue }
+                engine.timed.post(MIDIEvent(message, from: id, at: time), ticket: ticket)
+                if isOn { notes += 1 }
+            case .withdraw(let time):
+                withdraw(after: time)
+            }
+        }
+    }
+
+    /// The jam's transport reached the drums for `time` (or was taken back from then): the song changes there.
+    private func songChanged(at time: MonotonicInstant) {
+        takeOutbox()
+        if let song { change = (song.current, time) }
+        withdraw(after: time)
+        timer?.wake()
+    }
+
+    private func withdraw(after time: MonotonicInstant) {
+        guard let engine, let ticket else { return }
+        notes -= engine.timed.withdraw(ticket, after: time).count { if case .noteOn = $0.message { true } else { false } }
     }
 }
 
-/// The drums' sink: the jam's Start, Stop, Continue and Song Position (`RouteConfiguration.jamRoutes`).
-final class DrumsTransport: SinkEndpoint, @unchecked Sendable { // `heard`: set and called on the engine's queue
-    var heard: () -> Void = {}
+/// Wakes the engine's queue from the drums' thread without waiting: a Dispatch source whose data the thread adds to.
+private final class OutboxSignal: @unchecked Sendable { // the source is made and cancelled on the engine's queue
+    let source: DispatchSourceUserDataAdd
+
+    init(queue: DispatchQueue, handler: @escaping () -> Void) {
+        source = DispatchSource.makeUserDataAddSource(queue: queue)
+        source.setEventHandler(handler: handler)
+        source.resume()
+    }
+
+    func raise() {
+        source.add(data: 1)
+    }
+}
+
+/// The drums' thread's reading of the published song: what it read last, kept if the jam is writing as it reads.
+private final class SongReading: @unchecked Sendable { // the drums' thread's alone
+    private let published: PublishedSong
+    private var last: (state: PublishedSong.State, version: UInt64) = (.silent, 0)
+
+    init(_ published: PublishedSong) {
+        self.published = published
+    }
+
+    func read() -> (state: PublishedSong.State, version: UInt64) {
+        last = published.read(else: last)
+        return last
+    }
+}
+
+/// The drums' sink: the jam's Start, Stop, Continue and Song Position (`RouteConfiguration.jamRoutes`), handed to it
+/// ahead of their time, so that the drums play a start's downbeat on time.
+final class DrumsTransport: TimedSink, @unchecked Sendable { // `changed`: set and called on the engine's queue
+    var changed: (MonotonicInstant) -> Void = { _ in }
+
+    var sendsAtItsTime: Bool { true }
 
     func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
-        heard()
+        changed(time)
+    }
+
+    func takeBack(after time: MonotonicInstant) {
+        changed(time)
     }
 
     func stop() {}

@@ -5,11 +5,14 @@ import Jam
 import Logging
 import MIDI
 import RouteFile
+import Synchronization
 
-/// The `drums` endpoint: the drum sequencer's notes enter the engine through it, like any source's.
-final class DrumsSource: SourceEndpoint, @unchecked Sendable { // id and sink: set and read on the engine's queue
+/// The `drums` endpoint: the drum sequencer's notes enter the engine through it, like any source's, at their time
+/// (posted to the timed output under `ticket`).
+final class DrumsSource: SourceEndpoint, @unchecked Sendable { // id, sink, ticket: set and read on the engine's queue
     private(set) var id: EndpointID?
     private(set) var sink: EventSink?
+    var ticket: TimedTicket?
 
     func start(id: EndpointID, sink: EventSink) {
         sink.queue.async { [self] in
@@ -18,38 +21,54 @@ final class DrumsSource: SourceEndpoint, @unchecked Sendable { // id and sink: s
         }
     }
 
+    /// Withdraws the notes that wait (those that sound still end), and lets go of the engine.
     func stop() {
         guard let sink else { return }
         sink.queue.sync {
+            if let ticket { sink.timed.withdraw(ticket) }
             self.id = nil
             self.sink = nil
         }
     }
 }
 
-/// The drum sequencer in the daemon, on the engine's queue, driven by its part's timer (`DrumsPart`): it plays along
-/// the jam's song while one runs (the generator's timeline when this instance leads, the follower's otherwise), asks
-/// the sequencer for the hits of the next `lookahead`, and sends each as a note-on from the `drums` endpoint at its
-/// time, with its note-off `noteLength` later (at most half a step).
-final class DrumsPlayer {
+/// The drum sequencer in the daemon. Its part's real-time thread (`DrumsPart`) plays along the jam's song as the
+/// jam publishes it (`PublishedSong`: the generator's timeline when this instance leads, the follower's otherwise):
+/// it asks the sequencer for the hits of the next `lookahead`, hands each to the audio stream, and leaves each as a
+/// note-on (and its note-off `noteLength` later, at most half a step) in an outbox that the engine's queue posts to
+/// the timed output: the notes leave the `drums` endpoint at their time. The thread takes the player's lock only if
+/// it is free (`fire`): the engine's queue takes it for commands, status and the outbox, and the real-time thread
+/// never waits for it.
+final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the rest constant
     /// How far ahead of now hits are computed without audio (a late wake-up's worth); with audio, the buffer's
     /// latency is added, so that every hit is in the stream before its frame is rendered.
     static let lookahead: UInt64 = 60_000_000
     private let lookahead: UInt64
-    /// How often the song is looked at between hits: a start, a jump, a new tempo and the next hits to compute are
+    /// How often the song is looked at while it plays: a start, a jump, a new tempo and the next hits to compute are
     /// seen within this.
     static let lookInterval: UInt64 = 10_000_000
     /// How long a drum note is held.
     static let noteLength: UInt64 = 50_000_000
 
-    private(set) var declaration: DrumsDeclaration
-    private(set) var sequencer: DrumSequencer
+    /// What the player hands the engine's queue (`takeOutbox`).
+    enum Output {
+        /// A note to send at its time.
+        case note(MIDIMessage, at: MonotonicInstant)
+        /// Take back the notes due after an instant (the song stopped or jumped).
+        case withdraw(after: MonotonicInstant)
+    }
+
+    /// The player's state: the real-time thread's while it plays, the engine queue's for commands and status.
+    private struct State {
+        var declaration: DrumsDeclaration
+        var sequencer: DrumSequencer
+        var playing = false
+        /// What the engine's queue has not taken yet, with the version of the song each was computed from.
+        var outbox: [(output: Output, song: UInt64)] = []
+    }
+
+    private let state: Mutex<State>
     let source = DrumsSource()
-    /// Hits computed, not yet sent as notes, in time order; note-offs due, in time order.
-    private var pending: [DrumHit] = []
-    private var noteOffs: [(time: MonotonicInstant, note: UInt7)] = []
-    private var playing = false
-    private(set) var counters = (notes: 0, relocations: 0)
     /// The audio (`audio:`): the stream the hits are handed to ahead of time, and the device playing it.
     private let stream: DrumStream?
     private let playback: PCMPlayback?
@@ -57,10 +76,11 @@ final class DrumsPlayer {
     /// The drums `declaration` asks for; with `audio:`, its kit loaded and its device playing (else a failure that
     /// says which kit or device and why).
     init(_ declaration: DrumsDeclaration, logger: Logger) throws(PartFailure) {
-        self.declaration = declaration
-        sequencer = DrumSequencer(style: declaration.style, seed: declaration.seed)
+        var sequencer = DrumSequencer(style: declaration.style, seed: declaration.seed)
         sequencer.lockedLevel = declaration.level
         sequencer.muted = declaration.muted
+        state = Mutex(State(declaration: declaration, sequencer: sequencer))
+        state.withLock { $0.outbox.reserveCapacity(256) }
         guard let audio = declaration.audio else {
             stream = nil
             playback = nil
@@ -100,15 +120,21 @@ final class DrumsPlayer {
 
     /// Takes a new declaration of the same kit and outputs: the style from the next bar line, the level and mutes now.
     func apply(_ new: DrumsDeclaration) {
-        if new.style != declaration.style { sequencer.change(to: new.style) }
-        sequencer.lockedLevel = new.level
-        sequencer.muted = new.muted
-        declaration = new
+        state.withLock { state in
+            if new.style != state.declaration.style { state.sequencer.change(to: new.style) }
+            state.sequencer.lockedLevel = new.level
+            state.sequencer.muted = new.muted
+            state.declaration = new
+        }
     }
+
+    /// The declaration played, and the sequencer as it is now.
+    var declaration: DrumsDeclaration { state.withLock { $0.declaration } }
+    var sequencer: DrumSequencer { state.withLock { $0.sequencer } }
 
     /// Carries out `command`: a style from the next bar line (a built-in one, or a style file inside the route files'
     /// folders by its path, relative to the route file with the drums block), a level kept or the activity
-    /// followed, voices muted or heard.
+    /// followed, voices muted or heard. A style file is read before the player's lock is taken.
     func perform(_ command: DrumsCommand) -> Result<String, JamRefusal> {
         switch command {
         case .style(let name):
@@ -116,6 +142,7 @@ final class DrumsPlayer {
             if let builtIn = BuiltinStyles.style(name) {
                 style = builtIn
             } else if StyleFile.isPath(name) {
+                let declaration = declaration
                 do {
                     style = try StyleFile.load(command: name, besideRouteFile: declaration.location.file,
                                                inside: declaration.styleFolders)
@@ -125,23 +152,27 @@ final class DrumsPlayer {
             } else {
                 return .failure(JamRefusal(reason: "unknown style '\(name)': the built-in styles are \(BuiltinStyles.names.joined(separator: ", ")); a style file in the route files' folders is named by its path"))
             }
-            sequencer.change(to: style)
+            state.withLock { $0.sequencer.change(to: style) }
             return .success("style \(style.name) from the next bar line")
         case .level(let level):
-            guard let level else {
-                sequencer.lockedLevel = nil
-                return .success("the level follows the session's activity from the next bar line")
+            return state.withLock { state in
+                guard let level else {
+                    state.sequencer.lockedLevel = nil
+                    return .success("the level follows the session's activity from the next bar line")
+                }
+                guard (1...state.sequencer.style.levels).contains(level) else {
+                    return .failure(JamRefusal(reason: "the style \(state.sequencer.style.name) has levels 1-\(state.sequencer.style.levels), not \(level)"))
+                }
+                state.sequencer.lockedLevel = level
+                return .success("level \(level) kept from the next bar line")
             }
-            guard (1...sequencer.style.levels).contains(level) else {
-                return .failure(JamRefusal(reason: "the style \(sequencer.style.name) has levels 1-\(sequencer.style.levels), not \(level)"))
-            }
-            sequencer.lockedLevel = level
-            return .success("level \(level) kept from the next bar line")
         case .mute(let names, let on):
             let voices = names.map { DrumVoice(rawValue: $0) }
             guard let unknown = zip(names, voices).first(where: { $0.1 == nil })?.0 else {
-                for voice in voices.compactMap({ $0 }) {
-                    if on { sequencer.muted.insert(voice) } else { sequencer.muted.remove(voice) }
+                state.withLock { state in
+                    for voice in voices.compactMap({ $0 }) {
+                        if on { state.sequencer.muted.insert(voice) } else { state.sequencer.muted.remove(voice) }
+                    }
                 }
                 return .success("\(names.joined(separator: ", ")) \(on ? "muted" : "heard again")")
             }
@@ -149,63 +180,69 @@ final class DrumsPlayer {
         }
     }
 
-    /// Plays what is due by `now` along the jam's `song` (nil: no jam runs); returns when it next needs to be called:
-    /// at its next hit or note-off, and `lookInterval` from now at the latest.
-    func fire(_ song: (any JamSong)?, now: MonotonicInstant) -> MonotonicInstant {
-        if let song, let timeline = song.timeline, let tick = song.songTick(at: now) {
-            if !playing || abs(tick - sequencer.position) > sequencer.style.time.barTicks {
-                if playing { counters.relocations += 1 }
-                pending.removeAll()
-                stream?.cancel()
-                // From where the song was a look ago: a start's downbeat, seen up to a look late, plays late, not never.
-                let lookedLast = now.receded(byNanoseconds: Self.lookInterval)
-                sequencer.locate(tick: song.songTick(at: lookedLast) ?? tick)
-                playing = true
-            }
-            if let through = song.songTick(at: now.advanced(byNanoseconds: lookahead)) {
-                let total = song.sessionTotal(at: now).value
-                sequencer.play(through: through, timeline: timeline, activity: total) { hit in
-                    pending.append(hit)
-                    stream?.schedule(hit)
-                }
-                pending.sort { $0.time < $1.time }
-            }
-        } else if playing {
-            playing = false
-            pending.removeAll()
-            stream?.cancel()
-        }
-        send(until: now.advanced(byNanoseconds: JamConductor.earlyTolerance), stepLength: song?.tempo)
-        return [pending.first?.time, noteOffs.first?.time].compactMap { $0 }.reduce(now.advanced(byNanoseconds: Self.lookInterval), min)
+    // MARK: On the drums' real-time thread
+
+    /// Plays along `song` (version `version`, as published) at `now`: the hits of the next `lookahead` to the stream
+    /// and, as notes, to the outbox. Returns when it next needs to be called (nil: when woken, the song stopped), and
+    /// whether it left something in the outbox; `now` and a millisecond later if the engine's queue held the lock.
+    func fire(_ song: PublishedSong.State, version: UInt64, now: MonotonicInstant) -> (next: MonotonicInstant?, posted: Bool) {
+        state.withLockIfAvailable { state in
+            let before = state.outbox.count
+            let next = play(song, version: version, now: now, state: &state)
+            return (next, state.outbox.count > before)
+        } ?? (now.advanced(byNanoseconds: 1_000_000), false)
     }
 
-    /// Sends the note-ons and note-offs due by `horizon`.
-    private func send(until horizon: MonotonicInstant, stepLength tempo: Double?) {
-        guard let id = source.id, let sink = source.sink else {
-            pending.removeAll { $0.time <= horizon }
-            return
+    private func play(_ song: PublishedSong.State, version: UInt64, now: MonotonicInstant, state: inout State) -> MonotonicInstant? {
+        guard let line = song.line else {
+            if state.playing {
+                state.playing = false
+                state.outbox.append((.withdraw(after: now), version))
+                stream?.cancel()
+            }
+            return nil
         }
-        let step = tempo.map { 60e9 / $0 / 24 * sequencer.style.stepTicks } ?? 1e9
+        let tick = line.tick(at: now)
+        if !state.playing || abs(tick - state.sequencer.position) > state.sequencer.style.time.barTicks {
+            if state.playing { state.outbox.append((.withdraw(after: now), version)) }
+            stream?.cancel()
+            // From where the song was a look ago: a start's downbeat, seen up to a look late, plays late, not never.
+            state.sequencer.locate(tick: line.tick(at: now.receded(byNanoseconds: Self.lookInterval)))
+            state.playing = true
+        }
+        let step = 60e9 / line.tempo(at: now) / 24 * state.sequencer.style.stepTicks
         let length = min(Self.noteLength, UInt64(step / 2))
-        while let hit = pending.first, hit.time <= horizon {
-            pending.removeFirst()
+        let declaration = state.declaration
+        var outbox: [(output: Output, song: UInt64)] = []
+        swap(&outbox, &state.outbox) // appended to below while the sequencer plays: no copy, no allocation
+        state.sequencer.play(through: line.tick(at: now.advanced(byNanoseconds: lookahead)), timeline: line,
+                             activity: song.total.value) { hit in
+            stream?.schedule(hit)
             let note = declaration.note(of: hit.voice)
             let velocity = UInt7(masking: UInt8(max(1, min(127, (hit.velocity * 127).rounded()))))
-            sink.routeOnQueue(MIDIEvent(.noteOn(channel: declaration.channel, note: note, velocity: velocity), from: id, at: hit.time))
-            let off = hit.time.advanced(byNanoseconds: length)
-            noteOffs.insert((off, note), at: noteOffs.firstIndex { $0.time > off } ?? noteOffs.endIndex)
-            counters.notes += 1
+            outbox.append((.note(.noteOn(channel: declaration.channel, note: note, velocity: velocity), at: hit.time), version))
+            outbox.append((.note(.noteOff(channel: declaration.channel, note: note, velocity: UInt7(masking: 0)),
+                                 at: hit.time.advanced(byNanoseconds: length)), version))
         }
-        while let off = noteOffs.first, off.time <= horizon {
-            noteOffs.removeFirst()
-            sink.routeOnQueue(MIDIEvent(.noteOff(channel: declaration.channel, note: off.note, velocity: UInt7(masking: 0)), from: id, at: off.time))
+        swap(&outbox, &state.outbox)
+        return now.advanced(byNanoseconds: Self.lookInterval)
+    }
+
+    // MARK: On the engine's queue
+
+    /// What the thread left in the outbox since the last call, with the version of the song each was computed from.
+    func takeOutbox() -> [(output: Output, song: UInt64)] {
+        state.withLock { state in
+            defer { state.outbox.removeAll(keepingCapacity: true) }
+            return state.outbox
         }
     }
 
-    /// The drums' state at `now`, along the jam's `song`.
-    func report(at now: MonotonicInstant, song: (any JamSong)?) -> DaemonStatus.Drums {
+    /// The drums' state at `now`, along the jam's `song`, with `notes` sent.
+    func report(at now: MonotonicInstant, song: PublishedSong.State, notes: Int) -> DaemonStatus.Drums {
+        let (declaration, sequencer, playing) = state.withLock { ($0.declaration, $0.sequencer, $0.playing) }
         let time = sequencer.style.time
-        let tick = playing ? song?.songTick(at: now) : nil
+        let tick = playing ? song.line?.tick(at: now) : nil
         let beatTicks = time.barTicks / Double(time.beats)
         var audio: DaemonStatus.Audio?
         if let stream, let playback, let device = declaration.audio?.device {
@@ -219,6 +256,6 @@ final class DrumsPlayer {
                                   bar: tick.map { Int($0 / time.barTicks) + 1 },
                                   beat: tick.map { Int($0.truncatingRemainder(dividingBy: time.barTicks) / beatTicks) + 1 },
                                   beatsPerBar: time.beats,
-                                  muted: sequencer.muted.sorted().map(\.rawValue), notes: counters.notes, audio: audio)
+                                  muted: sequencer.muted.sorted().map(\.rawValue), notes: notes, audio: audio)
     }
 }

@@ -9,26 +9,29 @@ import RouteFile
 /// The jam (`clock:`, `activity:`): the `JamConductor` on the engine's queue, an endpoint like any other (`jam`).
 /// Its sink is the end of the route from every source (RouteConfiguration.jamRoutes): clock, transport and activity
 /// levels come to it with their sender times and players; its source enters the routes to the session and to each
-/// clock output under IDs of their own, so that it picks where each message goes. A timer on the engine's queue
-/// hands the clock's ticks out `lead` ahead of their time to the outputs that send at a message's time
-/// (`SinkEndpoint.takesAhead`: the session's lane, ALSA's queue), so that nothing that holds the engine's queue then
-/// makes a tick late; the others get them when due. It keeps its state through a reload that leaves its settings
-/// as they are (the outputs may change). It offers its song, read-only (`song()`), to the parts that play along it:
-/// the drums.
+/// clock output under IDs of their own, so that it picks where each message goes. What the clock sends it posts to
+/// the engine's timed output with its time (which hands it ahead to the outputs that send at a message's time), and
+/// withdraws what the song no longer holds. It keeps its state through a reload that leaves its settings as they are
+/// (the outputs may change). It publishes its song (`PublishedSong`) to the parts that play along it: the drums.
 final class JamPart: Part, @unchecked Sendable { // the conductor and what it sends to: on the engine's queue
     private var declaration: JamDeclaration
     private let logger: Logger
     private let monitor: EventMonitor?
-    private var engine: Engine?
+    private var engine: (any EventSink)?
     private var conductor: JamConductor?
     /// The `jam` endpoint: what the engine routes to the jam, and what the jam sends.
     private let input = JamSink(), output = JamSource()
-    /// The jam's routes to the session and to each clock output that runs, by the sink's name, with the IDs it
-    /// enters them under, the sink's ID and whether it takes ticks ahead.
-    private var routes: [(sink: String, isSession: Bool, isPeer: Bool, id: EndpointID, sinkID: EndpointID?, ahead: Bool)] = []
-    /// What waits to be routed, by when: ticks for outputs that do not take them ahead (when due), and what is due
-    /// more than `lead` ahead (a Start on the Link session's coming bar line: `lead` before it).
-    private var waiting: [(release: MonotonicInstant, event: MIDIEvent)] = []
+    /// The jam's routes to the session and to each clock output that runs.
+    private var routes: [JamRoute] = []
+    /// What the jam posts to the timed output (its messages), and its deadlines there.
+    private var sending: TimedTicket?, deadlines: TimedTicket?
+    /// When the next deadline is asked for.
+    private var deadlineDue: MonotonicInstant?
+    /// The names the session's peers gave, by player; the endpoints' names, by the IDs they enter routes under.
+    private var playerNames: [EventOrigin: String] = [:]
+    private var endpointNames: [EndpointID: String] = [:]
+    /// Where the song is published for the drums.
+    private var published: PublishedSong?
     /// The Ableton Link session (`clock: { link: ... }`), its state as last read, and the timer that reads it.
     private var link: LinkSession?
     private var linkSeen: LinkSession.State?
@@ -37,14 +40,6 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private var linkTempoLogged: Double?
     /// How often the Link session is read: a Link app's start, stop or tempo reaches the jam within this.
     static let linkInterval: UInt64 = 10_000_000
-    private var timer: DispatchSourceTimer?
-    /// When the timer is set for: something due earlier sets it again.
-    private var timerDue: MonotonicInstant?
-    /// How long before its time a tick is handed out: longer than the engine's queue is held or its thread kept
-    /// from running on a busy machine (up to some 85 ms measured, BENCHMARKS.md). What the jam withdraws when the
-    /// song stops or changes hands is never played, so it costs no latency: a Stop, a tempo or a new master's Start
-    /// acts as soon as before.
-    static let lead: UInt64 = 100_000_000
     private var refusals = 0
     /// The jam's lines a flood could repeat, each kind logged one by one at most `LogWindow.limit` times in a window.
     private var logWindows: [LogKind: LogWindow] = [:]
@@ -81,23 +76,16 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         self.engine = engine
         let identity = wiring.identity() // the session's, which it answers on the engine's queue
         engine.queue.sync {
+            published = wiring.song
             attach(wiring, as: identity)
-            if timer == nil {
-                let timer = DispatchSource.makeTimerSource(queue: engine.queue)
-                timer.setEventHandler { [weak self] in
-                    self?.timerDue = nil
-                    self?.fire(MonotonicClock.now())
-                }
-                timer.resume()
-                self.timer = timer
-            }
+            if sending == nil { (sending, deadlines) = (engine.timed.ticket(), engine.timed.ticket()) }
             fire(MonotonicClock.now())
             if declaration.link != nil, link == nil { joinLink(engine) }
         }
     }
 
     /// Joins the Link session (`clock: { link: ... }`) and reads it every `linkInterval` on the engine's queue.
-    private func joinLink(_ engine: Engine) {
+    private func joinLink(_ engine: any EventSink) {
         do {
             link = try LinkSession(tempo: conductor?.generator.tempo ?? declaration.tempo, interfaces: declaration.link!.interfaces)
         } catch {
@@ -144,7 +132,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             }
         }
         closeLogWindows(at: now)
-        scheduleTimer(now: now)
+        scheduleDeadline(now: now)
     }
 
     /// Carries out on the Link session what the jam's song asks of it, and reads it again.
@@ -164,12 +152,13 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// Points the jam at the routes `wiring` has for it; makes the conductor the first time.
     private func attach(_ wiring: Wiring, as identity: (ssrc: UInt32, name: String)?) {
         let name = JamDeclaration.endpointName
+        endpointNames = Dictionary(wiring.ids.map { ($1, $0) } + wiring.routeIDs.flatMap { name, ids in ids.values.map { ($0, name) } },
+                                   uniquingKeysWith: { first, _ in first })
         routes = wiring.configuration.allRoutes.enumerated().compactMap { index, route in
             guard route.from == [name], let sink = route.to.first, let id = wiring.routeIDs[name]?[index] else { return nil }
-            let sinkID = wiring.ids[sink]
             let kind = wiring.configuration.endpoints.first { $0.name == sink }?.kind
             let isPeer = if case .peer = kind { true } else { false }
-            return (sink, kind == .session, isPeer, id, sinkID, sinkID.map(wiring.engine.takesAhead) ?? false)
+            return JamRoute(sink: sink, isSession: kind == .session, isPeer: isPeer, id: id)
         }
         guard conductor == nil else { return }
         let identity = identity ?? (ssrc: UInt32.random(in: 1...UInt32.max), name: "jambridge")
@@ -199,14 +188,17 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             }
             closeLogWindows(at: nil)
             routes = []
-            waiting = []
+            if let sending, let deadlines, let engine {
+                engine.timed.withdraw(sending, after: MonotonicClock.now())
+                engine.timed.withdraw(deadlines)
+            }
+            deadlineDue = nil
+            published?.publish(.silent)
         }
     }
 
-    /// Stops the timers, and leaves the Link session (its threads end here, off the engine's queue).
+    /// Stops reading Link, and leaves the Link session (its threads end here, off the engine's queue).
     func stop() {
-        timer?.cancel()
-        timer = nil
         let leaving = engine?.queue.sync { () -> LinkSession? in
             linkTimer?.cancel()
             linkTimer = nil
@@ -224,13 +216,6 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         return engine.queue.sync { jam(command, from: channel) }
     }
 
-    /// The conductor as it is now, on the engine's queue: a copy, which the drums read and cannot change.
-    func song() -> (any JamSong)? {
-        guard let engine else { return nil }
-        dispatchPrecondition(condition: .onQueue(engine.queue))
-        return conductor
-    }
-
     // MARK: On the engine's queue
 
     /// Carries out a start, stop or tempo that came through `channel` and says what happened.
@@ -241,7 +226,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         // packet, not when the timer next fires nor after the log lines of the change.
         let result = drive { conductor, emit in
             let result = conductor.perform(command, from: channel, now: now, emit: emit)
-            conductor.fire(now: now, ahead: Self.lead, emit: emit)
+            conductor.fire(now: now, ahead: TimedOutput.lead, emit: emit)
             return result
         }
         fire(now)
@@ -279,29 +264,31 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     /// Takes what the engine routed to the jam: clock, transport and levels from every player, the session's peers
     /// with their sender times.
     fileprivate func take(_ message: MIDIMessage, routedFrom event: MIDIEvent) {
-        guard conductor != nil, let engine else { return }
+        guard conductor != nil else { return }
         let sender: JamSender
         if let ssrc = event.origin.networkPeer {
-            sender = .peer(ssrc: ssrc, name: engine.playerName(event.origin) ?? "SSRC \(ssrc)")
+            sender = .peer(ssrc: ssrc, name: playerNames[event.origin] ?? "SSRC \(ssrc)")
         } else {
-            sender = .local(endpoint: engine.name(event.source), origin: event.origin)
+            sender = .local(endpoint: endpointNames[event.source] ?? event.source.description, origin: event.origin)
         }
         drive { _ = $0.receive(message, from: sender, arrival: event.time, senderTime: event.sent?.instant,
                                roundTrip: event.sent?.roundTrip, songTick: event.sent?.songTick, emit: $1) }
-        scheduleTimer(now: event.time)
+        scheduleDeadline(now: event.time)
     }
 
-    /// A session peer joined: if this instance leads, it is told where the song is.
-    fileprivate func playerJoined(_ origin: EventOrigin) {
+    /// A session peer joined, called `name`: if this instance leads, it is told where the song is.
+    fileprivate func playerJoined(_ origin: EventOrigin, named name: String) {
+        playerNames[origin] = name
         guard conductor != nil, let ssrc = origin.networkPeer else { return }
         conductor!.peerJoined(ssrc: ssrc)
     }
 
     /// A session peer left: its level goes, and if it led, the rhythm ends or is handed over.
     fileprivate func playerLeft(_ origin: EventOrigin, named name: String) {
+        playerNames[origin] = nil
         guard conductor != nil, let ssrc = origin.networkPeer else { return }
         drive { $0.peerLeft(ssrc: ssrc, name: name, now: MonotonicClock.now(), emit: $1) }
-        scheduleTimer(now: MonotonicClock.now())
+        scheduleDeadline(now: MonotonicClock.now())
     }
 
     /// Runs `body` on the conductor and carries out what it emits; returns what `body` returns.
@@ -309,78 +296,70 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     private func drive<Result>(_ body: (inout JamConductor, (JamOutput) -> Void) -> Result) -> Result {
         var outputs: [JamOutput] = []
         let result = body(&conductor!) { outputs.append($0) }
+        // Published before it is sent: the drums, told of a Start or Stop, read the song it begins.
+        publish(at: MonotonicClock.now())
         perform(outputs)
+        publish(at: MonotonicClock.now())
         return result
     }
 
-    /// Sets the timer for the next deadline, if earlier than the one it is set for: the conductor's, `lead` ahead,
-    /// or a waiting tick's. Never sooner than 100 µs from `now`, so that it never spins.
-    private func scheduleTimer(now: MonotonicInstant) {
-        guard let timer, let next = [conductor?.nextDeadline(ahead: Self.lead), waiting.first?.release].compactMap({ $0 }).min(),
-              timerDue.map({ next < $0 }) ?? true else { return }
-        timerDue = next
-        let wait = max(Int64(next.nanoseconds) - Int64(now.nanoseconds), 100_000)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)), leeway: .microseconds(50))
+    /// Publishes the song as it is now to the parts that play along it.
+    private func publish(at now: MonotonicInstant) {
+        guard let conductor, let published else { return }
+        published.publish(PublishedSong.State(line: conductor.songLine, total: conductor.sessionTotal(at: now), tempo: conductor.tempo))
     }
 
-    /// What the timer calls at each deadline: hands out what falls due within `lead`, after the ticks waiting for
-    /// their time (`perform`).
+    /// Asks the timed output to call the jam at its next deadline (`lead` ahead of the conductor's), if earlier than
+    /// the one asked for.
+    private func scheduleDeadline(now: MonotonicInstant) {
+        guard let engine, let deadlines, let next = conductor?.nextDeadline(ahead: TimedOutput.lead),
+              deadlineDue.map({ next < $0 }) ?? true else { return }
+        deadlineDue = next
+        engine.timed.withdraw(deadlines)
+        engine.timed.call(at: next, ticket: deadlines) { [weak self] in
+            self?.deadlineDue = nil
+            self?.fire(MonotonicClock.now())
+        }
+    }
+
+    /// What the jam does at each deadline: posts what falls due within `lead`.
     private func fire(_ now: MonotonicInstant) {
         guard conductor != nil else { return }
-        drive { $0.fire(now: now, ahead: Self.lead, emit: $1) }
+        drive { $0.fire(now: now, ahead: TimedOutput.lead, emit: $1) }
         closeLogWindows(at: now)
         if let monitor, let tempo = conductor!.tempo, shownTempo.map({ abs($0 - tempo) >= 0.5 }) ?? true,
            conductor!.election.master != nil {
             shownTempo = tempo
             monitor.note("tempo \((tempo * 10).rounded() / 10) BPM", at: now)
         }
-        timerDue = nil
-        scheduleTimer(now: now)
+        scheduleDeadline(now: now)
     }
 
-    /// Sends what `outputs` deliver, through the jam's routes and in one batch (what goes to the session at one
-    /// instant leaves in one packet): to an output that takes it ahead at once, to the others when due. What waits
-    /// and is due goes first: a tick the timer is late with (the engine's queue held) never follows a Stop sent
-    /// now. Then logs what they say: a Start never waits behind a log line.
+    /// Posts what `outputs` deliver to the timed output, through the jam's routes, in one batch (what goes to the
+    /// session at one instant leaves in one packet), and withdraws what they take back. Then logs what they say: a
+    /// Start never waits behind a log line.
     private func perform(_ outputs: [JamOutput]) {
-        guard let engine else { return }
+        guard let engine, let sending else { return }
         let now = MonotonicClock.now()
         // What goes to the session reaches every peer: a `peer:` clock output does not get it a second time.
         let session = routes.contains(where: \.isSession)
-        let due = waiting.prefix { $0.release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance }
-        waiting.removeFirst(due.count)
         engine.routeBatch {
-            for (_, event) in due { engine.routeOnQueue(event) }
             for output in outputs {
                 switch output {
                 case .deliver(let delivery) where delivery.toPeer != nil:
                     // To one peer: through the session (or the `peer:` outputs if the jam has no route to it), or the
                     // `peer:` outputs.
                     for route in routes where delivery.toSession && session ? route.isSession : route.isPeer {
-                        guard let sinkID = route.sinkID else { continue }
-                        engine.deliver(MIDIEvent(delivery.message, from: route.id, at: delivery.time), to: sinkID,
-                                       for: .only(.networkPeer(ssrc: delivery.toPeer!)))
+                        engine.timed.post(MIDIEvent(delivery.message, from: route.id, at: delivery.time),
+                                          only: .only(.networkPeer(ssrc: delivery.toPeer!)), ticket: sending)
                     }
                 case .deliver(let delivery):
                     for route in routes where route.isSession ? delivery.toSession
                         : delivery.toLocal && route.sink != delivery.except && !(route.isPeer && session && delivery.toSession) {
-                        let event = MIDIEvent(delivery.message, from: route.id, at: delivery.time)
-                        let release = route.ahead ? delivery.time.receded(byNanoseconds: Self.lead) : delivery.time
-                        if release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
-                            engine.routeOnQueue(event)
-                        } else {
-                            if event.message.startsOrStops {
-                                // One Start, Stop or Continue at one instant to an output, the last: a song started on
-                                // the Link session's coming bar line and stopped before it left a Start and a Stop
-                                // there, again at each start and stop of a flood.
-                                waiting.removeAll { $0.event.source == event.source && $0.event.time == event.time && $0.event.message.startsOrStops }
-                            }
-                            waiting.insert((release, event), at: waiting.firstIndex { $0.release > release } ?? waiting.endIndex)
-                        }
+                        engine.timed.post(MIDIEvent(delivery.message, from: route.id, at: delivery.time), ticket: sending)
                     }
                 case .withdraw(let time):
-                    waiting.removeAll { $0.event.time > time }
-                    engine.withdraw(after: time, from: routes.filter(\.ahead).compactMap(\.sinkID))
+                    engine.timed.withdraw(sending, after: time)
                 default:
                     break
                 }
@@ -465,6 +444,15 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
     }
 }
 
+/// One of the jam's routes: to the session or a clock output, by the sink's name, with the ID the jam enters it under.
+private struct JamRoute {
+    var sink: String
+    var isSession: Bool
+    /// True for a `peer:` endpoint (one peer of the session).
+    var isPeer: Bool
+    var id: EndpointID
+}
+
 /// The `jam` endpoint's sink: what the engine routes to the jam.
 final class JamSink: SinkEndpoint, @unchecked Sendable { // `part`: set once, before it runs
     fileprivate weak var part: JamPart?
@@ -476,7 +464,7 @@ final class JamSink: SinkEndpoint, @unchecked Sendable { // `part`: set once, be
     }
 
     func playerJoined(_ origin: EventOrigin, named name: String) {
-        part?.playerJoined(origin)
+        part?.playerJoined(origin, named: name)
     }
 
     func playerLeft(_ origin: EventOrigin, named name: String) {
@@ -486,8 +474,9 @@ final class JamSink: SinkEndpoint, @unchecked Sendable { // `part`: set once, be
     func stop() {}
 }
 
-/// The `jam` endpoint's source: the part enters the jam's routes under their own IDs. It stops first when the daemon
-/// stops or the jam goes: a clock the jam runs sends Stop then, while the routes still run.
+/// The `jam` endpoint's source: the part enters the jam's routes under their own IDs, through the engine it was started
+/// with. It stops first when the daemon stops or the jam goes: a clock the jam runs sends Stop then, while the routes
+/// still run.
 final class JamSource: SourceEndpoint, @unchecked Sendable { // `part`: set once, before it runs
     fileprivate weak var part: JamPart?
 

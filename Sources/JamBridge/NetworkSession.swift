@@ -244,7 +244,7 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     /// Takes back the clock and transport prepared ahead that are due after `time` (the jam's song stopped or
     /// changed hands).
-    func withdraw(after time: MonotonicInstant) {
+    func takeBack(after time: MonotonicInstant) {
         session.withdrawAhead(after: time)
     }
 
@@ -319,8 +319,9 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     }
 }
 
-/// The `session` endpoint as a sink: what routes send to it goes to every peer.
-final class SessionSink: SinkEndpoint, @unchecked Sendable {
+/// The `session` endpoint as a sink: what routes send to it goes to every peer; clock and transport handed to it ahead
+/// leave at their time from the session's lane.
+final class SessionSink: TimedSink, @unchecked Sendable {
     private let session: NetworkSession
     private let glob: NameGlob?
 
@@ -334,10 +335,10 @@ final class SessionSink: SinkEndpoint, @unchecked Sendable {
         session.send(message, at: time, to: recipients, matching: glob)
     }
 
-    var takesAhead: Bool { true }
+    var sendsAtItsTime: Bool { true }
 
-    func withdraw(after time: MonotonicInstant) {
-        session.withdraw(after: time)
+    func takeBack(after time: MonotonicInstant) {
+        session.takeBack(after: time)
     }
 
     func stop() {}

@@ -40,10 +40,6 @@ protocol Part: AnyObject {
     /// Who this instance is to its network peers (the session's SSRC and name), if this part knows.
     var identity: (ssrc: UInt32, name: String)? { get }
 
-    /// The jam's song as it is now, if this part runs the jam, for the parts that play along it (`Wiring.song`).
-    /// Called on the engine's queue, where the jam changes it.
-    func song() -> (any JamSong)?
-
     /// Fills in the part's own object of `status` (the session's, an OSC endpoint's...) and what it dropped for
     /// its endpoints (`status.endpoints[name].dropped`), for `jambridge status`.
     func report(into status: inout DaemonStatus)
@@ -65,26 +61,7 @@ extension Part {
 
     /// Most parts do not speak for the instance on the network.
     var identity: (ssrc: UInt32, name: String)? { nil }
-
-    /// Most parts run no jam.
-    func song() -> (any JamSong)? { nil }
 }
-
-/// What the parts that play along the jam's song (the drums) read of it: how the song is timed, where it is, how
-/// loud the session is, at what tempo. Read-only: whoever reads it has a copy taken on the engine's queue, and
-/// nothing it does reaches the jam.
-protocol JamSong {
-    /// The song's timeline while one runs: the generator's while this instance leads, else the follower's.
-    var timeline: (any BeatTimeline)? { get }
-    /// Where the song is at `now`, in ticks since its start; nil while none runs.
-    func songTick(at now: MonotonicInstant) -> Double?
-    /// The session's total activity: the master's as heard, else this instance's own.
-    func sessionTotal(at now: MonotonicInstant) -> UInt7
-    /// The tempo in force, if there is one.
-    var tempo: Double? { get }
-}
-
-extension JamConductor: JamSong {}
 
 /// What a part answers when told of a changed configuration.
 enum PartUpdate {
@@ -148,8 +125,8 @@ struct Wiring {
     /// Who this instance is to its network peers (the session's SSRC and name), if a session runs: asked once the
     /// parts before the asker started.
     var identity: () -> (ssrc: UInt32, name: String)?
-    /// The jam's song as it is now (`Part.song`), if a jam runs: asked on the engine's queue, as often as needed.
-    var song: () -> (any JamSong)?
+    /// The jam's song as the jam publishes it (silent while no jam runs), for the parts that play along it.
+    var song: PublishedSong
 }
 
 /// An endpoint's declaration with what its kind says (a path, OSC settings): the block of a part that runs one

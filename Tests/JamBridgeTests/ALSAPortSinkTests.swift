@@ -4,12 +4,15 @@ import Foundation
 @testable import JamBridge
 import MIDI
 import MIDITestSupport
+import Routing
 import Testing
 
 /// An ALSA client whose sequencer has no room for the first `refusals` writes, or for any while `full`: what it was
 /// asked to write and when, what it took, what the port counted dropped. Touched only on `engine`, the engine's queue.
 private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
-    let engine = DispatchQueue(label: "engine")
+    /// An engine with no routes: its queue, and its timed output, which resumes the port.
+    let routing = Engine(graph: RouteGraph(routes: [], endpointCount: 0), sinks: [], names: [], monitor: nil)
+    var engine: DispatchQueue { routing.queue }
     var refusals = 0
     var full = false
     var attempts: [MonotonicInstant] = []
@@ -17,7 +20,7 @@ private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
     var lost = OutputBacklog.Dropped()
     var unregistered = false
 
-    var queue: DispatchQueue? { engine }
+    var timed: TimedOutput? { routing.timed }
     var schedulesAhead: Bool { true }
     /// The instants after which the port asked the sequencer to take back the ticks scheduled.
     var removedAfter: [MonotonicInstant] = []
@@ -60,11 +63,11 @@ private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
         let client = FullPoolClient()
         client.full = true
         let sink = sink(client)
-        #expect(sink.takesAhead)
+        #expect(sink.sendsAtItsTime)
         let now = MonotonicClock.now()
         client.engine.sync {
             for k in 0..<4 { sink.receive(.timingClock, at: now.advanced(byNanoseconds: UInt64(k) * 20_000_000), to: .everyone) }
-            sink.withdraw(after: now.advanced(byNanoseconds: 30_000_000))
+            sink.takeBack(after: now.advanced(byNanoseconds: 30_000_000))
             client.full = false
         }
         client.wait { $0.taken.count >= 2 }

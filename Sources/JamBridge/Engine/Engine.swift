@@ -1,12 +1,15 @@
 import Dispatch
+import Jam
 import Logging
 import MIDI
 import Routing
 
 /// The one place routing happens: owns the router and the sinks on a single serial queue;
-/// sources submit events into it from their own threads.
+/// sources submit events into it from their own threads, and post what is due later to its timed output.
 public final class Engine: EventSink, @unchecked Sendable {
     public let queue = DispatchQueue(label: "jambridge.engine", qos: .userInteractive)
+    /// "This message at that time", for every part (`TimedOutput`); on the queue.
+    public private(set) lazy var timed = TimedOutput(engine: self)
     // Everything below is touched only on `queue`.
     private let router: Router
     private var sinks: [SinkEndpoint?]
@@ -38,15 +41,36 @@ public final class Engine: EventSink, @unchecked Sendable {
 
     public func routeOnQueue(_ event: MIDIEvent) {
         dispatchPrecondition(condition: .onQueue(queue))
+        route(event, only: nil, ticket: nil)
+    }
+
+    /// Routes `event` (to `only` among each sink's players, if given). Posted under `ticket` and ahead of its time
+    /// (`TimedOutput`): a sink that sends at a message's time gets it now, the others when it is due.
+    func route(_ event: MIDIEvent, only: Recipients?, ticket: TimedTicket?) {
         count(event.source, in: &cameFrom)
+        let ahead = ticket != nil && event.time.nanoseconds > MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
         router.dispatch(event) { sink, message, recipients in
             let index = Int(sink.index)
             guard index < sinks.count, let endpoint = sinks[index] else { return }
-            count(sink, in: &handedTo)
-            monitor?.show(message, from: name(event.source), to: name(sink), only: recipients.isOnly ? recipients.origin : nil,
-                          at: event.time)
-            endpoint.receive(message, routedFrom: event, to: recipients)
+            let recipients = only ?? recipients
+            if ahead, let ticket {
+                guard let timedSink = endpoint as? TimedSink, timedSink.sendsAtItsTime else {
+                    return timed.keep(message, routedFrom: event, to: sink, for: recipients, ticket: ticket)
+                }
+                timed.handedAhead(ticket, to: sink)
+            }
+            hand(message, routedFrom: event, to: sink, for: recipients)
         }
+    }
+
+    /// Hands `message`, routed from `event`, to the sink `id` for `recipients`, counted and shown on the monitor.
+    func hand(_ message: MIDIMessage, routedFrom event: MIDIEvent, to id: EndpointID, for recipients: Recipients) {
+        let index = Int(id.index)
+        guard index < sinks.count, let endpoint = sinks[index] else { return }
+        count(id, in: &handedTo)
+        monitor?.show(message, from: name(event.source), to: name(id), only: recipients.isOnly ? recipients.origin : nil,
+                      at: event.time)
+        endpoint.receive(message, routedFrom: event, to: recipients)
     }
 
     /// Runs `body` as one batch; inside a batch, as part of it.
@@ -76,17 +100,14 @@ public final class Engine: EventSink, @unchecked Sendable {
         for sink in sinks { sink?.playerJoined(origin, named: name) }
     }
 
-    /// The name the player `origin` gave, if it gave one (a session peer); on the queue.
-    func playerName(_ origin: EventOrigin) -> String? {
-        playerNames[origin]
+    public func releaseHeld(by source: EndpointID) {
+        queue.async { [self] in release(source: source, at: MonotonicClock.now()) }
     }
 
-    public func releaseHeld(by source: EndpointID) {
-        queue.async { [self] in
-            let now = MonotonicClock.now()
-            router.release(source: source) { sink, message, recipients in
-                release(message, to: sink, for: recipients, at: now)
-            }
+    /// Releases every note and pedal `source` holds, stamped `time`; on the queue.
+    func release(source: EndpointID, at time: MonotonicInstant) {
+        router.release(source: source) { sink, message, recipients in
+            release(message, to: sink, for: recipients, at: time)
         }
     }
 
@@ -102,6 +123,8 @@ public final class Engine: EventSink, @unchecked Sendable {
                 release(message, to: sink, for: recipients, at: now)
             }
             for sink in stopping { sink.stop() }
+            let changed = sinks.indices.filter { $0 >= newSinks.count || newSinks[$0] !== sinks[$0] }
+            timed.forget(sinks: Set(changed.map { EndpointID(UInt16($0)) }))
             sinks = newSinks
             for index in names.indices where index >= newNames.count || newNames[index] != names[index] {
                 if let name = names[index] {
@@ -127,6 +150,7 @@ public final class Engine: EventSink, @unchecked Sendable {
     /// Releases every held note to the sinks, then stops them (recorders write their files).
     public func stop() -> RouterCounters {
         queue.sync {
+            timed.stop()
             let now = MonotonicClock.now()
             router.releaseAll { sink, message, recipients in release(message, to: sink, for: recipients, at: now) }
             for sink in sinks { sink?.stop() }
@@ -148,14 +172,9 @@ public final class Engine: EventSink, @unchecked Sendable {
         }
     }
 
-    /// True if the sink `id` sends what is stamped ahead at its time (`SinkEndpoint.takesAhead`); on the queue.
-    func takesAhead(_ id: EndpointID) -> Bool {
-        Int(id.index) < sinks.count && sinks[Int(id.index)]?.takesAhead == true
-    }
-
-    /// Has the sinks `ids` take back what they were handed stamped after `time` and have not sent; on the queue.
-    func withdraw(after time: MonotonicInstant, from ids: [EndpointID]) {
-        for id in ids where Int(id.index) < sinks.count { sinks[Int(id.index)]?.withdraw(after: time) }
+    /// Has the sinks `ids` take back the clock and transport they were handed for after `time` (`TimedOutput`).
+    func takeBack(after time: MonotonicInstant, from ids: Set<EndpointID>) {
+        for id in ids where Int(id.index) < sinks.count { (sinks[Int(id.index)] as? TimedSink)?.takeBack(after: time) }
     }
 
     /// The name of the endpoint `id` (the jam's players are named by it); on the queue.
@@ -167,14 +186,6 @@ public final class Engine: EventSink, @unchecked Sendable {
     /// monitor as from `release`: jambridge's own, whichever source's note it ends (jambridge(1), `--monitor`).
     private func release(_ message: MIDIMessage, to id: EndpointID, for recipients: Recipients, at time: MonotonicInstant) {
         hand(message, from: "release", to: id, for: recipients, at: time)
-    }
-
-    /// Hands `event` to the sink `id` for `recipients` alone, past the routes (the jam telling one joining peer where
-    /// the song is), counted and shown as routed from its source; on the queue.
-    func deliver(_ event: MIDIEvent, to id: EndpointID, for recipients: Recipients) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        count(event.source, in: &cameFrom)
-        hand(event.message, from: name(event.source), to: id, for: recipients, at: event.time)
     }
 
     private func hand(_ message: MIDIMessage, from source: String, to id: EndpointID, for recipients: Recipients,

@@ -22,6 +22,8 @@ public protocol EventSink: AnyObject, Sendable {
     /// The player `origin` behind a shared endpoint (a session peer) is there, called `name` (self-declared), or
     /// went away (nil): sinks that keep something per player (the jam) are told it left. Call only on `queue`.
     func player(_ origin: EventOrigin, named name: String?)
+    /// Where a source posts what is due later (`TimedOutput`); use only on `queue`.
+    var timed: TimedOutput { get }
 }
 
 /// An endpoint that produces events (a file player, an OSC endpoint; ALSA ports and session peers come in through their clients).
@@ -47,11 +49,6 @@ public protocol SinkEndpoint: AnyObject, Sendable {
     func playerJoined(_ origin: EventOrigin, named name: String)
     /// The player `origin`, called `name`, went away (`EventSink.player(_:named:)`); nothing to do by default.
     func playerLeft(_ origin: EventOrigin, named name: String)
-    /// True if it sends a message stamped ahead at its time (the session through its lane, an ALSA port through the
-    /// kernel's queue); the jam then hands it the clock's ticks ahead, and holds them for the others until due.
-    var takesAhead: Bool { get }
-    /// Takes back what it was handed stamped after `time` and has not sent (the jam's song stopped or changed hands).
-    func withdraw(after time: MonotonicInstant)
     /// Finishes: the engine has released every held note to it and will deliver nothing more.
     func stop()
 }
@@ -64,8 +61,4 @@ extension SinkEndpoint {
     public func playerJoined(_ origin: EventOrigin, named name: String) {}
 
     public func playerLeft(_ origin: EventOrigin, named name: String) {}
-
-    public var takesAhead: Bool { false }
-
-    public func withdraw(after time: MonotonicInstant) {}
 }

@@ -1,0 +1,260 @@
+import Dispatch
+import Jam
+import MIDI
+
+/// What a poster holds of what it posted to `TimedOutput`: the handle it withdraws it by.
+public struct TimedTicket: Hashable, Sendable {
+    fileprivate let number: Int
+}
+
+/// "This message at that time": the one way a part sends something later, on the engine's queue. A source (the jam's
+/// clock, the drums, a song, an ALSA port's retries) posts each message with the instant it is due under its ticket,
+/// and may withdraw what it posted (all of it, or what is due after an instant). Clock and transport are routed
+/// `lead` before they are due: a sink that sends at a message's time (`TimedSink`: the session's lane, ALSA's queue)
+/// gets them at once, so that nothing that holds the engine's queue then makes them late; the other sinks get them
+/// when due. Everything else is routed when due. What is due at one instant goes in the order posted, and what waits
+/// and is due goes before anything posted now. One timer, set only while something waits: nothing wakes when nothing
+/// is due.
+public final class TimedOutput: @unchecked Sendable { // on the engine's queue
+    /// How long before its time clock and transport are handed to a sink that sends at a message's time: longer than
+    /// the engine's queue is held or its thread kept from running on a busy machine (up to some 85 ms measured,
+    /// BENCHMARKS.md). What is withdrawn is never sent, so it costs no latency.
+    static let lead: UInt64 = 100_000_000
+
+    private enum Work {
+        /// Routed from its source (only to `recipients`, if given).
+        case route(MIDIEvent, only: Recipients?)
+        /// Routed ahead, waiting for its time at a sink that does not send at a message's time.
+        case deliver(MIDIMessage, routedFrom: MIDIEvent, to: EndpointID, Recipients)
+        /// Every note and pedal `source` holds released (a song's loop or end).
+        case release(EndpointID, at: MonotonicInstant)
+        /// A part's own work at its time (a deadline).
+        case call(() -> Void)
+    }
+
+    private struct Entry {
+        /// When it is taken out: its time, or `lead` before for clock and transport.
+        var release: MonotonicInstant
+        /// When it is due.
+        var due: MonotonicInstant
+        /// The order posted, which keeps the order of what is due at one instant.
+        var order: UInt64
+        var ticket: TimedTicket
+        var work: Work
+    }
+
+    private unowned let engine: Engine
+    /// What waits, by release then order.
+    private var entries: [Entry] = []
+    private var posted: UInt64 = 0
+    private var tickets = 0
+    /// The sinks each ticket handed something ahead to: they take it back when it is withdrawn.
+    private var handedAhead: [TimedTicket: Set<EndpointID>] = [:]
+    private var timer: DispatchSourceTimer?
+    /// When the timer is set for.
+    private var timerDue: MonotonicInstant?
+    private var firing = false
+
+    init(engine: Engine) {
+        self.engine = engine
+    }
+
+    /// A new ticket to post under.
+    func ticket() -> TimedTicket {
+        tickets += 1
+        return TimedTicket(number: tickets)
+    }
+
+    /// Posts `event`, due at its time, routed from its source (only to `recipients`, if given: the jam greeting one
+    /// peer). A Start, Stop or Continue replaces one waiting from the same source at the same instant: the last wins.
+    func post(_ event: MIDIEvent, only recipients: Recipients? = nil, ticket: TimedTicket) {
+        if event.message.startsOrStops {
+            entries.removeAll { entry in
+                switch entry.work {
+                case .route(let waiting, _): waiting.source == event.source && waiting.time == event.time && waiting.message.startsOrStops
+                case .deliver(let message, let from, _, _): from.source == event.source && from.time == event.time && message.startsOrStops
+                default: false
+                }
+            }
+        }
+        let release = event.message.isClockOrTransport ? event.time.receded(byNanoseconds: Self.lead) : event.time
+        insert(Entry(release: release, due: event.time, order: 0, ticket: ticket, work: .route(event, only: recipients)))
+    }
+
+    /// Releases what `source` holds at `time`, after what is posted for that instant before.
+    func postRelease(of source: EndpointID, at time: MonotonicInstant, ticket: TimedTicket) {
+        insert(Entry(release: time, due: time, order: 0, ticket: ticket, work: .release(source, at: time)))
+    }
+
+    /// Calls `work` on the engine's queue at `time`.
+    func call(at time: MonotonicInstant, ticket: TimedTicket, _ work: @escaping () -> Void) {
+        insert(Entry(release: time, due: time, order: 0, ticket: ticket, work: .call(work)))
+    }
+
+    /// Takes back what `ticket` posted that is due after `time` (nil: all of it, calls too) and returns the messages
+    /// taken back. A note-off whose note-on went out is not taken back: it goes at `time` (a lost note-off is a stuck
+    /// note). Sinks `ticket` handed clock ahead to take back what they were handed for after `time`.
+    @discardableResult
+    func withdraw(_ ticket: TimedTicket, after time: MonotonicInstant? = nil) -> [MIDIEvent] {
+        var withdrawn: [MIDIEvent] = [], kept: [MIDIEvent] = []
+        var notesWithdrawn: [NoteKey: Int] = [:]
+        entries.removeAll { entry in
+            guard entry.ticket == ticket, time.map({ entry.due > $0 }) ?? true else { return false }
+            switch entry.work {
+            case .route(let event, _):
+                if let key = NoteKey(event, on: true) { notesWithdrawn[key, default: 0] += 1 }
+                if let key = NoteKey(event, on: false) {
+                    guard let count = notesWithdrawn[key], count > 0 else {
+                        kept.append(event)
+                        return true
+                    }
+                    notesWithdrawn[key] = count - 1
+                }
+                withdrawn.append(event)
+            case .deliver(let message, let from, _, _):
+                withdrawn.append(MIDIEvent(message, from: from.source, origin: from.origin, at: from.time))
+            case .release, .call:
+                return time == nil
+            }
+            return true
+        }
+        let at = time ?? MonotonicClock.now()
+        for var event in kept {
+            event.time = at
+            post(event, ticket: ticket)
+        }
+        if let sinks = handedAhead[ticket] {
+            engine.takeBack(after: time ?? MonotonicClock.now(), from: sinks)
+            if time == nil { handedAhead[ticket] = nil }
+        }
+        return withdrawn
+    }
+
+    /// Keeps a message routed ahead for the sink `sink` until it is due (called by the engine as it routes).
+    func keep(_ message: MIDIMessage, routedFrom event: MIDIEvent, to sink: EndpointID, for recipients: Recipients,
+              ticket: TimedTicket) {
+        insert(Entry(release: event.time, due: event.time, order: 0, ticket: ticket, work: .deliver(message, routedFrom: event, to: sink, recipients)))
+    }
+
+    /// Notes that `ticket` handed something ahead to `sink` (called by the engine as it routes).
+    func handedAhead(_ ticket: TimedTicket, to sink: EndpointID) {
+        handedAhead[ticket, default: []].insert(sink)
+    }
+
+    /// Forgets the sinks that went or changed (a reload): what waits for them is dropped, nothing is taken back
+    /// from them.
+    func forget(sinks gone: Set<EndpointID>) {
+        guard !gone.isEmpty else { return }
+        for ticket in handedAhead.keys { handedAhead[ticket]!.subtract(gone) }
+        entries.removeAll { if case .deliver(_, _, let sink, _) = $0.work { gone.contains(sink) } else { false } }
+    }
+
+    private func insert(_ entry: Entry) {
+        var entry = entry
+        posted += 1
+        entry.order = posted
+        let index = entries.partitioningIndex { ($0.release, $0.order) > (entry.release, entry.order) }
+        entries.insert(entry, at: index)
+        let now = MonotonicClock.now()
+        // A message due now goes at once, after what waits and is due; a call always from the timer, never from
+        // inside its caller.
+        if case .call = entry.work {
+            schedule(now: now)
+        } else if entry.release.nanoseconds <= now.nanoseconds + JamConductor.earlyTolerance {
+            fire(now: now)
+        } else {
+            schedule(now: now)
+        }
+    }
+
+    /// Takes out what is due by `now`, in order, in one batch (what goes to the session at one instant leaves in
+    /// one packet), then sets the timer for what waits.
+    private func fire(now: MonotonicInstant) {
+        guard !firing else { return } // posted while firing: the loop below takes it
+        firing = true
+        engine.routeBatch {
+            while let first = entries.first, first.release.nanoseconds <= MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance {
+                entries.removeFirst()
+                switch first.work {
+                case .route(let event, let only):
+                    engine.route(event, only: only, ticket: first.ticket)
+                case .deliver(let message, let event, let sink, let recipients):
+                    engine.hand(message, routedFrom: event, to: sink, for: recipients)
+                case .release(let source, let time):
+                    engine.release(source: source, at: time)
+                case .call(let work):
+                    work()
+                }
+            }
+        }
+        firing = false
+        timerDue = nil
+        schedule(now: MonotonicClock.now())
+    }
+
+    /// Sets the timer for the first release, if it is not set for it; never sooner than 100 µs from `now`, so
+    /// that it never spins.
+    private func schedule(now: MonotonicInstant) {
+        guard let next = entries.first?.release, timerDue.map({ next < $0 }) ?? true else { return }
+        timerDue = next
+        let timer = timer ?? makeTimer()
+        let wait = max(Int64(bitPattern: next.nanoseconds &- now.nanoseconds), 100_000)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(wait)), leeway: .microseconds(50))
+    }
+
+    private func makeTimer() -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: engine.queue)
+        timer.setEventHandler { [unowned self] in
+            timerDue = nil
+            fire(now: MonotonicClock.now())
+        }
+        timer.resume()
+        self.timer = timer
+        return timer
+    }
+
+    /// Stops the timer; what waits is dropped (the engine stops).
+    func stop() {
+        timer?.cancel()
+        timer = nil
+        entries.removeAll()
+    }
+}
+
+/// A note on or off from a source, as a withdraw pairs them.
+private struct NoteKey: Hashable {
+    var source: EndpointID, channel: UInt8, note: UInt8
+
+    init?(_ event: MIDIEvent, on: Bool) {
+        let note: (channel: UInt8, note: UInt8, on: Bool)
+        switch event.message {
+        case .noteOn(let channel, let key, let velocity): note = (channel.value, key.value, velocity.value > 0)
+        case .noteOff(let channel, let key, _): note = (channel.value, key.value, false)
+        default: return nil
+        }
+        guard note.on == on else { return nil }
+        (source, channel, self.note) = (event.source, note.channel, note.note)
+    }
+}
+
+extension Array {
+    /// The first index whose element satisfies `belongs`, which holds for a suffix of the array (binary search).
+    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
+        var (low, high) = (0, count)
+        while low < high {
+            let middle = (low + high) / 2
+            if belongs(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+}
+
+/// A sink that sends clock and transport handed to it ahead at the message's time (the session's lane, an ALSA port
+/// through the sequencer's queue), and can take back what it has not sent: `TimedOutput` hands it clock and
+/// transport `lead` ahead.
+protocol TimedSink: SinkEndpoint {
+    /// True if it sends what is stamped ahead at its time now (an ALSA port: if the sequencer's queue runs).
+    var sendsAtItsTime: Bool { get }
+    /// Takes back the clock and transport it was handed for after `time` and has not sent.
+    func takeBack(after time: MonotonicInstant)
+}
