@@ -173,8 +173,8 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         guard !firing else { return } // posted while firing: the loop below takes it
         firing = true
         engine.routeBatch {
-            while let first = entries.first, first.release.nanoseconds <= MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance {
-                entries.removeFirst()
+            while let index = nextReady() {
+                let first = entries.remove(at: index)
                 switch first.work {
                 case .route(let event, let only):
                     engine.route(event, only: only, ticket: first.ticket)
@@ -190,6 +190,18 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         firing = false
         timerDue = nil
         schedule(now: MonotonicClock.now())
+    }
+
+    /// Of what may be taken out now, the first due (the first posted of what is due at one instant): an overdue tick
+    /// kept for a sink goes before a Stop posted now, though the Stop was released for the others `lead` before.
+    private func nextReady() -> Int? {
+        let horizon = MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
+        var best: Int?
+        for index in entries.indices {
+            guard entries[index].release.nanoseconds <= horizon else { break }
+            if best.map({ (entries[index].due, entries[index].order) < (entries[$0].due, entries[$0].order) }) ?? true { best = index }
+        }
+        return best
     }
 
     /// Sets the timer for the first release, if it is not set for it; never sooner than 100 µs from `now`, so
