@@ -113,12 +113,16 @@ final class ClockThread: Sendable {
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
         }
 
+        /// Raises the thread's priority and says how it went, through another thread: writing a log line may wait.
         private func raisePriority() {
             let result = raiseToRealTimePriority(role.priority)
-            if result == 0 {
-                logger.info("\(role.name) thread runs at real-time priority (SCHED_FIFO \(role.priority))")
-            } else {
-                logger.notice("\(role.name) thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); \(role.jitters) may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
+            let (role, logger) = (role, logger)
+            DispatchQueue.global(qos: .utility).async {
+                if result == 0 {
+                    logger.info("\(role.name) thread runs at real-time priority (SCHED_FIFO \(role.priority))")
+                } else {
+                    logger.notice("\(role.name) thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); \(role.jitters) may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
+                }
             }
         }
     }

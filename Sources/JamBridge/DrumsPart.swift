@@ -25,15 +25,12 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
     private var timer: ClockThread?
     /// Wakes the engine's queue when the thread left notes in the player's outbox.
     private var outboxSignal: OutboxSignal?
-    /// The jam's transport, routed to the drums (ahead of its time): the song changes there, so the notes computed
-    /// for after it are withdrawn and the thread is woken to play the song from there.
+    /// The jam's transport, routed to the drums (ahead of its time): the song changes there, so the thread is woken
+    /// to play the song from there.
     private let transport = DrumsTransport()
-    /// The drums' notes in the timed output, and how many note-ons went or wait there.
+    /// The drums' notes in the timed output, and how many note-ons went or wait there (read without the queue).
     private var ticket: TimedTicket?
-    private var notes = 0
-    /// The song's version when it last changed, and from when: notes computed along an older one for after that
-    /// instant are not sent.
-    private var change: (version: UInt64, after: MonotonicInstant)?
+    private let notes = Atomic<Int>(0)
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: DrumsDeclaration)] {
         configuration.drums.map { [(DrumsDeclaration.endpointName, $0)] } ?? []
@@ -62,25 +59,25 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
     /// Starts the thread and the outbox's signal the first time.
     func start(_ wiring: Wiring) {
         let engine = wiring.engine
-        self.engine = engine
-        guard timer == nil else { return }
         let published = wiring.song
+        self.engine = engine
+        song = published
+        guard timer == nil else { return }
         let signal = OutboxSignal(queue: engine.queue) { [weak self] in self?.takeOutbox() }
         let reading = SongReading(published)
         let player = player
         let timer = ClockThread(Self.timer, logger: logger) { now in
             let song = reading.read()
-            let (next, posted) = player.fire(song.state, version: song.version, now: now)
+            let (next, posted) = player.fire(song, now: now)
             if posted { signal.raise() }
             return next
         }
         engine.queue.sync {
-            song = published
             outboxSignal = signal
             let ticket = engine.timed.ticket()
             self.ticket = ticket
             player.source.ticket = ticket
-            transport.changed = { [weak self] time in self?.songChanged(at: time) }
+            transport.changed = { timer.wake() }
             published.startedOrStopped = { timer.wake() }
         }
         self.timer = timer
@@ -98,17 +95,17 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
         return result
     }
 
+    /// The drums' status, without the engine's queue: what the thread, the audio and the outbox counted.
     func report(into status: inout DaemonStatus) {
-        guard let engine, let song else { return }
-        let notes = engine.queue.sync { self.notes }
-        let state = song.read(else: (PublishedSong.State.silent, 0)).state
-        status.drums = player.report(at: MonotonicClock.now(), song: state, notes: notes)
+        guard let song else { return }
+        let state = song.read(else: .silent)
+        status.drums = player.report(at: MonotonicClock.now(), song: state, notes: notes.load(ordering: .relaxed))
     }
 
     /// Stops the thread and the audio.
     func stop() {
         engine?.queue.sync {
-            transport.changed = { _ in }
+            transport.changed = {}
             song?.startedOrStopped = {}
         }
         timer?.stop()
@@ -120,34 +117,20 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
 
     // MARK: On the engine's queue
 
-    /// Posts what the thread computed to the timed output, and withdraws what it took back.
+    /// Posts what the thread computed to the timed output, and withdraws what it took back, in the order the thread
+    /// left them.
     private func takeOutbox() {
         guard let engine, let ticket, let id = player.source.id else { return }
-        for (output, version) in player.takeOutbox() {
+        for output in player.takeOutbox() {
             switch output {
             case .note(let message, let time):
-                let isOn = if case .noteOn = message { true } else { false }
-                // A note-on computed along the song as it was before it changed, for after the change, is not sent.
-                if isOn, let change, version < change.version, time > change.after { continue }
                 engine.timed.post(MIDIEvent(message, from: id, at: time), ticket: ticket)
-                if isOn { notes += 1 }
+                if case .noteOn = message { notes.add(1, ordering: .relaxed) }
             case .withdraw(let time):
-                withdraw(after: time)
+                let withdrawn = engine.timed.withdraw(ticket, after: time).count { if case .noteOn = $0.message { true } else { false } }
+                notes.subtract(withdrawn, ordering: .relaxed)
             }
         }
-    }
-
-    /// The jam's transport reached the drums for `time` (or was taken back from then): the song changes there.
-    private func songChanged(at time: MonotonicInstant) {
-        takeOutbox()
-        if let song { change = (song.current, time) }
-        withdraw(after: time)
-        timer?.wake()
-    }
-
-    private func withdraw(after time: MonotonicInstant) {
-        guard let engine, let ticket else { return }
-        notes -= engine.timed.withdraw(ticket, after: time).count { if case .noteOn = $0.message { true } else { false } }
     }
 }
 
@@ -169,31 +152,31 @@ private final class OutboxSignal: @unchecked Sendable { // the source is made an
 /// The drums' thread's reading of the published song: what it read last, kept if the jam is writing as it reads.
 private final class SongReading: @unchecked Sendable { // the drums' thread's alone
     private let published: PublishedSong
-    private var last: (state: PublishedSong.State, version: UInt64) = (.silent, 0)
+    private var last = PublishedSong.State.silent
 
     init(_ published: PublishedSong) {
         self.published = published
     }
 
-    func read() -> (state: PublishedSong.State, version: UInt64) {
+    func read() -> PublishedSong.State {
         last = published.read(else: last)
         return last
     }
 }
 
 /// The drums' sink: the jam's Start, Stop, Continue and Song Position (`RouteConfiguration.jamRoutes`), handed to it
-/// ahead of their time, so that the drums play a start's downbeat on time.
+/// ahead of their time: each wakes the drums' thread, which plays the song from there (a start's downbeat on time).
 final class DrumsTransport: TimedSink, @unchecked Sendable { // `changed`: set and called on the engine's queue
-    var changed: (MonotonicInstant) -> Void = { _ in }
+    var changed: () -> Void = {}
 
     var sendsAtItsTime: Bool { true }
 
     func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
-        changed(time)
+        changed()
     }
 
     func takeBack(after time: MonotonicInstant) {
-        changed(time)
+        changed()
     }
 
     func stop() {}

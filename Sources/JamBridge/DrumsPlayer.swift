@@ -1,4 +1,5 @@
 import ALSA
+import Dispatch
 import DrumKits
 import Drums
 import Jam
@@ -63,8 +64,8 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
         var declaration: DrumsDeclaration
         var sequencer: DrumSequencer
         var playing = false
-        /// What the engine's queue has not taken yet, with the version of the song each was computed from.
-        var outbox: [(output: Output, song: UInt64)] = []
+        /// What the engine's queue has not taken yet, in order.
+        var outbox: [Output] = []
     }
 
     private let state: Mutex<State>
@@ -99,10 +100,13 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
         do {
             playback = try PCMPlayback(PCMPlayback.Configuration(device: audio.device, period: audio.period, periods: audio.periods),
                                        log: { level, text in
-                                           switch level {
-                                           case .notice: logger.notice("\(text)")
-                                           case .warning: logger.warning("\(text)")
-                                           case .error: logger.error("\(text)")
+                                           // From the audio thread (an underrun): written by another, which may wait.
+                                           DispatchQueue.global(qos: .utility).async {
+                                               switch level {
+                                               case .notice: logger.notice("\(text)")
+                                               case .warning: logger.warning("\(text)")
+                                               case .error: logger.error("\(text)")
+                                               }
                                            }
                                        }, render: { buffer, firstFrame in stream.render(into: buffer, firstFrame: firstFrame) })
         } catch {
@@ -182,29 +186,29 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
 
     // MARK: On the drums' real-time thread
 
-    /// Plays along `song` (version `version`, as published) at `now`: the hits of the next `lookahead` to the stream
-    /// and, as notes, to the outbox. Returns when it next needs to be called (nil: when woken, the song stopped), and
-    /// whether it left something in the outbox; `now` and a millisecond later if the engine's queue held the lock.
-    func fire(_ song: PublishedSong.State, version: UInt64, now: MonotonicInstant) -> (next: MonotonicInstant?, posted: Bool) {
+    /// Plays along `song` at `now`: the hits of the next `lookahead` to the stream and, as notes, to the outbox, and
+    /// what it takes back when the song stopped or jumped. Returns when it next needs to be called (nil: when woken,
+    /// no song runs), and whether it left something in the outbox; a millisecond on if the lock was held.
+    func fire(_ song: PublishedSong.State, now: MonotonicInstant) -> (next: MonotonicInstant?, posted: Bool) {
         state.withLockIfAvailable { state in
             let before = state.outbox.count
-            let next = play(song, version: version, now: now, state: &state)
+            let next = play(song, now: now, state: &state)
             return (next, state.outbox.count > before)
         } ?? (now.advanced(byNanoseconds: 1_000_000), false)
     }
 
-    private func play(_ song: PublishedSong.State, version: UInt64, now: MonotonicInstant, state: inout State) -> MonotonicInstant? {
+    private func play(_ song: PublishedSong.State, now: MonotonicInstant, state: inout State) -> MonotonicInstant? {
         guard let line = song.line else {
             if state.playing {
                 state.playing = false
-                state.outbox.append((.withdraw(after: now), version))
+                state.outbox.append(.withdraw(after: now))
                 stream?.cancel()
             }
             return nil
         }
         let tick = line.tick(at: now)
         if !state.playing || abs(tick - state.sequencer.position) > state.sequencer.style.time.barTicks {
-            if state.playing { state.outbox.append((.withdraw(after: now), version)) }
+            if state.playing { state.outbox.append(.withdraw(after: now)) }
             stream?.cancel()
             // From where the song was a look ago: a start's downbeat, seen up to a look late, plays late, not never.
             state.sequencer.locate(tick: line.tick(at: now.receded(byNanoseconds: Self.lookInterval)))
@@ -213,16 +217,16 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
         let step = 60e9 / line.tempo(at: now) / 24 * state.sequencer.style.stepTicks
         let length = min(Self.noteLength, UInt64(step / 2))
         let declaration = state.declaration
-        var outbox: [(output: Output, song: UInt64)] = []
+        var outbox: [Output] = []
         swap(&outbox, &state.outbox) // appended to below while the sequencer plays: no copy, no allocation
         state.sequencer.play(through: line.tick(at: now.advanced(byNanoseconds: lookahead)), timeline: line,
                              activity: song.total.value) { hit in
             stream?.schedule(hit)
             let note = declaration.note(of: hit.voice)
             let velocity = UInt7(masking: UInt8(max(1, min(127, (hit.velocity * 127).rounded()))))
-            outbox.append((.note(.noteOn(channel: declaration.channel, note: note, velocity: velocity), at: hit.time), version))
-            outbox.append((.note(.noteOff(channel: declaration.channel, note: note, velocity: UInt7(masking: 0)),
-                                 at: hit.time.advanced(byNanoseconds: length)), version))
+            outbox.append(.note(.noteOn(channel: declaration.channel, note: note, velocity: velocity), at: hit.time))
+            outbox.append(.note(.noteOff(channel: declaration.channel, note: note, velocity: UInt7(masking: 0)),
+                                at: hit.time.advanced(byNanoseconds: length)))
         }
         swap(&outbox, &state.outbox)
         return now.advanced(byNanoseconds: Self.lookInterval)
@@ -230,8 +234,8 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
 
     // MARK: On the engine's queue
 
-    /// What the thread left in the outbox since the last call, with the version of the song each was computed from.
-    func takeOutbox() -> [(output: Output, song: UInt64)] {
+    /// What the thread left in the outbox since the last call, in order.
+    func takeOutbox() -> [Output] {
         state.withLock { state in
             defer { state.outbox.removeAll(keepingCapacity: true) }
             return state.outbox

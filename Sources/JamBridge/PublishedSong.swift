@@ -30,9 +30,6 @@ final class PublishedSong: @unchecked Sendable { // atomics; `startedOrStopped`:
     /// Called as a song starts or stops being published (a reader that sleeps while none runs wakes).
     var startedOrStopped: () -> Void = {}
 
-    /// The version published last (the writer's own view; on the engine's queue).
-    var current: UInt64 { version.load(ordering: .relaxed) }
-
     /// Publishes `state` (one writer: the engine's queue).
     func publish(_ state: State) {
         let start = version.load(ordering: .relaxed)
@@ -53,9 +50,8 @@ final class PublishedSong: @unchecked Sendable { // atomics; `startedOrStopped`:
         if wasPlaying != (state.line != nil) { startedOrStopped() }
     }
 
-    /// What is published now and its version (it grows with each publication); `last`, what this reader read
-    /// before, if the writer kept writing meanwhile.
-    func read(else last: (state: State, version: UInt64)) -> (state: State, version: UInt64) {
+    /// What is published now; `last`, what this reader read before, if the writer kept writing meanwhile.
+    func read(else last: State) -> State {
         for _ in 0..<Self.readAttempts {
             let before = version.load(ordering: .sequentiallyConsistent)
             guard before & 1 == 0 else { continue }
@@ -72,7 +68,7 @@ final class PublishedSong: @unchecked Sendable { // atomics; `startedOrStopped`:
             let tempo = Double(bitPattern: tempo.load(ordering: .sequentiallyConsistent))
             let state = State(line: line, total: UInt7(masking: total.load(ordering: .sequentiallyConsistent)),
                               tempo: tempo.isNaN ? nil : tempo)
-            if version.load(ordering: .sequentiallyConsistent) == before { return (state, before) }
+            if version.load(ordering: .sequentiallyConsistent) == before { return state }
         }
         return last
     }

@@ -1,8 +1,10 @@
+import Dispatch
 import Foundation
 @testable import JamBridge
 import Jam
 import MIDI
 import RouteFile
+import Routing
 import Testing
 
 /// As a recorder, for the drums: one part per `record:` endpoint, whose sink keeps what it hears with the instant it
@@ -96,4 +98,48 @@ final class TimedSink: SinkEndpoint, @unchecked Sendable {
         #expect(notes.allSatisfy { $0.time.nanoseconds <= stop.nanoseconds + 1_000_000 })
         #expect(status.drums?.playing == false && status.drums?.notes == notes.count, "\(String(describing: status.drums))")
     }
+
+    /// Issue 42: the drums' real-time thread never enters the engine's queue. With the queue held for 400 ms while
+    /// a song plays, the thread goes on handing hits to the audio: the mixer starts hits during the hold, and none
+    /// of them late (handed in after its frame was rendered). What the thread computed meanwhile waits for the queue.
+    @Test func theDrumsKeepHandingHitsToTheAudioWhileTheEnginesQueueIsHeld() throws {
+        let bench = Bench()
+        let configuration = try RouteConfiguration.parse(yaml: """
+            clock: { tempo: 120 }
+            drums: { style: rock, level: 5, seed: 3, audio: { device: "null" } }
+
+            """, file: "drums.yaml")
+        let part = try DrumsPart(try #require(configuration.drums), in: configuration, context: bench.context)
+        let engine = Engine(graph: RouteGraph(routes: [], endpointCount: 0), sinks: [], names: [], monitor: nil)
+        let song = PublishedSong()
+        part.start(Wiring(engine: engine, configuration: configuration, ids: [:], routeIDs: [:], identity: { nil }, song: song))
+        defer { part.stop() }
+        engine.queue.sync {
+            // A song at 120 BPM from 100 ms on, as the jam publishes it when it starts.
+            let line = SongLine(tick: 0, time: MonotonicClock.now().advanced(byNanoseconds: 100_000_000),
+                                period: MIDIClock.tickPeriod(bpm: 120))
+            song.publish(PublishedSong.State(line: line, total: UInt7(masking: 100), tempo: 120))
+        }
+        func audio() -> DaemonStatus.Audio? {
+            var status = DaemonStatus(pid: 0, routeFiles: [])
+            part.report(into: &status)
+            return status.drums?.audio
+        }
+        Thread.sleep(forTimeInterval: 1)
+        let held = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+        engine.queue.async {
+            held.signal()
+            released.wait()
+        }
+        held.wait()
+        let before = try #require(audio())
+        Thread.sleep(forTimeInterval: 0.4)
+        let during = try #require(audio())
+        released.signal()
+        // Rock at level 5 plays a hit every eighth note at least (250 ms at 120 BPM).
+        #expect(during.hits > before.hits, "no hit started while the queue was held: \(before.hits) then \(during.hits)")
+        #expect(during.lateHits == before.lateHits, "\(during.lateHits - before.lateHits) hits late while the queue was held")
+        #expect(during.playing)
+    }
 }
+

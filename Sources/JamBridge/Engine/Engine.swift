@@ -48,7 +48,7 @@ public final class Engine: EventSink, @unchecked Sendable {
     /// (`TimedOutput`): a sink that sends at a message's time gets it now, the others when it is due.
     func route(_ event: MIDIEvent, only: Recipients?, ticket: TimedTicket?) {
         count(event.source, in: &cameFrom)
-        let ahead = ticket != nil && event.time.nanoseconds > MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
+        let ahead = ticket?.ahead == true && event.time.nanoseconds > MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
         router.dispatch(event) { sink, message, recipients in
             let index = Int(sink.index)
             guard index < sinks.count, let endpoint = sinks[index] else { return }

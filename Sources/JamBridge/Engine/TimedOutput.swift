@@ -5,14 +5,17 @@ import MIDI
 /// What a poster holds of what it posted to `TimedOutput`: the handle it withdraws it by.
 public struct TimedTicket: Hashable, Sendable {
     fileprivate let number: Int
+    /// True if its clock and transport may go `lead` ahead to the sinks that send at a message's time.
+    let ahead: Bool
 }
 
 /// "This message at that time": the one way a part sends something later, on the engine's queue. A source (the jam's
 /// clock, the drums, a song, an ALSA port's retries) posts each message with the instant it is due under its ticket,
-/// and may withdraw what it posted (all of it, or what is due after an instant). Clock and transport are routed
-/// `lead` before they are due: a sink that sends at a message's time (`TimedSink`: the session's lane, ALSA's queue)
-/// gets them at once, so that nothing that holds the engine's queue then makes them late; the other sinks get them
-/// when due. Everything else is routed when due. What is due at one instant goes in the order posted, and what waits
+/// and may withdraw what it posted (all of it, or what is due after an instant). Under a ticket that lets them go
+/// ahead (the jam's clock), clock and transport are routed `lead` before they are due: a sink that sends at a
+/// message's time (`TimedSink`: the session's lane, ALSA's queue, the drums) gets them at once, so that nothing that
+/// holds the engine's queue then makes them late; the other sinks get them when due. Everything else is routed when
+/// due (a song's Song Position stays between the messages around it). What is due at one instant goes in the order posted, and what waits
 /// and is due goes before anything posted now. One timer, set only while something waits: nothing wakes when nothing
 /// is due.
 public final class TimedOutput: @unchecked Sendable { // on the engine's queue
@@ -44,8 +47,9 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
     }
 
     private unowned let engine: Engine
-    /// What waits, by release then order.
-    private var entries: [Entry] = []
+    /// What waits for its release, first released on top; what is released, first due (then first posted) on top.
+    private var waiting = Heap<Entry> { ($0.release, $0.order) < ($1.release, $1.order) }
+    private var released = Heap<Entry> { ($0.due, $0.order) < ($1.due, $1.order) }
     private var posted: UInt64 = 0
     private var tickets = 0
     /// The sinks each ticket handed something ahead to: they take it back when it is withdrawn.
@@ -59,25 +63,27 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         self.engine = engine
     }
 
-    /// A new ticket to post under.
-    func ticket() -> TimedTicket {
+    /// A new ticket to post under; `ahead`: its clock and transport may go `lead` ahead.
+    func ticket(ahead: Bool = false) -> TimedTicket {
         tickets += 1
-        return TimedTicket(number: tickets)
+        return TimedTicket(number: tickets, ahead: ahead)
     }
 
     /// Posts `event`, due at its time, routed from its source (only to `recipients`, if given: the jam greeting one
     /// peer). A Start, Stop or Continue replaces one waiting from the same source at the same instant: the last wins.
     func post(_ event: MIDIEvent, only recipients: Recipients? = nil, ticket: TimedTicket) {
         if event.message.startsOrStops {
-            entries.removeAll { entry in
+            let replaced = { (entry: Entry) -> Bool in
                 switch entry.work {
                 case .route(let waiting, _): waiting.source == event.source && waiting.time == event.time && waiting.message.startsOrStops
                 case .deliver(let message, let from, _, _): from.source == event.source && from.time == event.time && message.startsOrStops
                 default: false
                 }
             }
+            waiting.removeAll(where: replaced)
+            released.removeAll(where: replaced)
         }
-        let release = event.message.isClockOrTransport ? event.time.receded(byNanoseconds: Self.lead) : event.time
+        let release = ticket.ahead && event.message.isClockOrTransport ? event.time.receded(byNanoseconds: Self.lead) : event.time
         insert(Entry(release: release, due: event.time, order: 0, ticket: ticket, work: .route(event, only: recipients)))
     }
 
@@ -91,22 +97,31 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         insert(Entry(release: time, due: time, order: 0, ticket: ticket, work: .call(work)))
     }
 
-    /// Takes back what `ticket` posted that is due after `time` (nil: all of it, calls too) and returns the messages
-    /// taken back. A note-off whose note-on went out is not taken back: it goes at `time` (a lost note-off is a stuck
-    /// note). Sinks `ticket` handed clock ahead to take back what they were handed for after `time`.
+    /// Takes back what `ticket` posted that is due after `time` and returns the messages taken back; a note-off
+    /// whose note-on went out is not taken back then: it goes at `time` (a lost note-off is a stuck note). Nil: all
+    /// of it, calls and note-offs too, for a source that stops (the engine releases what it holds). Sinks `ticket`
+    /// handed clock ahead to take back what they were handed for after `time`.
     @discardableResult
     func withdraw(_ ticket: TimedTicket, after time: MonotonicInstant? = nil) -> [MIDIEvent] {
+        let taken = (released.elements + waiting.elements).filter { entry in
+            guard entry.ticket == ticket, time.map({ entry.due > $0 }) ?? true else { return false }
+            if case .route = entry.work { return true }
+            if case .deliver = entry.work { return true }
+            return time == nil
+        }.sorted { ($0.due, $0.order) < ($1.due, $1.order) }
+        let orders = Set(taken.map(\.order))
+        released.removeAll { orders.contains($0.order) }
+        waiting.removeAll { orders.contains($0.order) }
         var withdrawn: [MIDIEvent] = [], kept: [MIDIEvent] = []
         var notesWithdrawn: [NoteKey: Int] = [:]
-        entries.removeAll { entry in
-            guard entry.ticket == ticket, time.map({ entry.due > $0 }) ?? true else { return false }
+        for entry in taken {
             switch entry.work {
             case .route(let event, _):
                 if let key = NoteKey(event, on: true) { notesWithdrawn[key, default: 0] += 1 }
-                if let key = NoteKey(event, on: false) {
+                if time != nil, let key = NoteKey(event, on: false) {
                     guard let count = notesWithdrawn[key], count > 0 else {
                         kept.append(event)
-                        return true
+                        continue
                     }
                     notesWithdrawn[key] = count - 1
                 }
@@ -114,9 +129,8 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
             case .deliver(let message, let from, _, _):
                 withdrawn.append(MIDIEvent(message, from: from.source, origin: from.origin, at: from.time))
             case .release, .call:
-                return time == nil
+                break
             }
-            return true
         }
         let at = time ?? MonotonicClock.now()
         for var event in kept {
@@ -124,7 +138,7 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
             post(event, ticket: ticket)
         }
         if let sinks = handedAhead[ticket] {
-            engine.takeBack(after: time ?? MonotonicClock.now(), from: sinks)
+            engine.takeBack(after: at, from: sinks)
             if time == nil { handedAhead[ticket] = nil }
         }
         return withdrawn
@@ -146,15 +160,16 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
     func forget(sinks gone: Set<EndpointID>) {
         guard !gone.isEmpty else { return }
         for ticket in handedAhead.keys { handedAhead[ticket]!.subtract(gone) }
-        entries.removeAll { if case .deliver(_, _, let sink, _) = $0.work { gone.contains(sink) } else { false } }
+        let goes = { (entry: Entry) -> Bool in if case .deliver(_, _, let sink, _) = entry.work { gone.contains(sink) } else { false } }
+        waiting.removeAll(where: goes)
+        released.removeAll(where: goes)
     }
 
     private func insert(_ entry: Entry) {
         var entry = entry
         posted += 1
         entry.order = posted
-        let index = entries.partitioningIndex { ($0.release, $0.order) > (entry.release, entry.order) }
-        entries.insert(entry, at: index)
+        waiting.insert(entry)
         let now = MonotonicClock.now()
         // A message due now goes at once, after what waits and is due; a call always from the timer, never from
         // inside its caller.
@@ -167,17 +182,21 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         }
     }
 
-    /// Takes out what is due by `now`, in order, in one batch (what goes to the session at one instant leaves in
-    /// one packet), then sets the timer for what waits.
+    /// Takes out what is due by `now`, first due first, in one batch (what goes to the session at one instant
+    /// leaves in one packet), then sets the timer for what waits. What is released is taken out by its due time:
+    /// an overdue tick kept for a sink goes before a Stop posted now, though the Stop was released `lead` earlier.
     private func fire(now: MonotonicInstant) {
         guard !firing else { return } // posted while firing: the loop below takes it
         firing = true
         engine.routeBatch {
-            while let index = nextReady() {
-                let first = entries.remove(at: index)
-                switch first.work {
+            while true {
+                let horizon = MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
+                while let first = waiting.first, first.release.nanoseconds <= horizon { released.insert(waiting.removeFirst()) }
+                guard !released.isEmpty else { break }
+                let entry = released.removeFirst()
+                switch entry.work {
                 case .route(let event, let only):
-                    engine.route(event, only: only, ticket: first.ticket)
+                    engine.route(event, only: only, ticket: entry.ticket)
                 case .deliver(let message, let event, let sink, let recipients):
                     engine.hand(message, routedFrom: event, to: sink, for: recipients)
                 case .release(let source, let time):
@@ -192,22 +211,10 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         schedule(now: MonotonicClock.now())
     }
 
-    /// Of what may be taken out now, the first due (the first posted of what is due at one instant): an overdue tick
-    /// kept for a sink goes before a Stop posted now, though the Stop was released for the others `lead` before.
-    private func nextReady() -> Int? {
-        let horizon = MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
-        var best: Int?
-        for index in entries.indices {
-            guard entries[index].release.nanoseconds <= horizon else { break }
-            if best.map({ (entries[index].due, entries[index].order) < (entries[$0].due, entries[$0].order) }) ?? true { best = index }
-        }
-        return best
-    }
-
     /// Sets the timer for the first release, if it is not set for it; never sooner than 100 µs from `now`, so
     /// that it never spins.
     private func schedule(now: MonotonicInstant) {
-        guard let next = entries.first?.release, timerDue.map({ next < $0 }) ?? true else { return }
+        guard let next = waiting.first?.release, timerDue.map({ next < $0 }) ?? true else { return }
         timerDue = next
         let timer = timer ?? makeTimer()
         let wait = max(Int64(bitPattern: next.nanoseconds &- now.nanoseconds), 100_000)
@@ -229,7 +236,8 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
     func stop() {
         timer?.cancel()
         timer = nil
-        entries.removeAll()
+        waiting = Heap(by: waiting.areInOrder)
+        released = Heap(by: released.areInOrder)
     }
 }
 
@@ -249,15 +257,54 @@ private struct NoteKey: Hashable {
     }
 }
 
-extension Array {
-    /// The first index whose element satisfies `belongs`, which holds for a suffix of the array (binary search).
-    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
-        var (low, high) = (0, count)
-        while low < high {
-            let middle = (low + high) / 2
-            if belongs(self[middle]) { high = middle } else { low = middle + 1 }
+/// A binary min-heap: what `areInOrder` puts first on top; insert and take out in O(log n).
+struct Heap<Element> {
+    let areInOrder: (Element, Element) -> Bool
+    /// The elements, in heap order (not sorted).
+    private(set) var elements: [Element] = []
+
+    init(by areInOrder: @escaping (Element, Element) -> Bool) {
+        self.areInOrder = areInOrder
+    }
+
+    var isEmpty: Bool { elements.isEmpty }
+    var first: Element? { elements.first }
+
+    mutating func insert(_ element: Element) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0, areInOrder(elements[child], elements[(child - 1) / 2]) {
+            elements.swapAt(child, (child - 1) / 2)
+            child = (child - 1) / 2
         }
-        return low
+    }
+
+    /// Takes out the first; the heap must not be empty.
+    mutating func removeFirst() -> Element {
+        elements.swapAt(0, elements.count - 1)
+        let first = elements.removeLast()
+        siftDown(from: 0)
+        return first
+    }
+
+    mutating func removeAll(where matches: (Element) -> Bool) {
+        let count = elements.count
+        elements.removeAll(where: matches)
+        guard elements.count != count else { return }
+        for index in stride(from: elements.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
+        while true {
+            var first = parent
+            let left = 2 * parent + 1, right = left + 1
+            if left < elements.count, areInOrder(elements[left], elements[first]) { first = left }
+            if right < elements.count, areInOrder(elements[right], elements[first]) { first = right }
+            guard first != parent else { return }
+            elements.swapAt(parent, first)
+            parent = first
+        }
     }
 }
 
