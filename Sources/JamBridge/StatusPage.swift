@@ -379,8 +379,10 @@ final class StatusStreams: @unchecked Sendable {
     /// True from a push's request for a report to its events written: a push is skipped meanwhile (the daemon's
     /// control queue is busy), not queued.
     private let pushing = Atomic(false)
-    /// The pushes, on the servers' loop from `start` to `stop`.
+    /// The pushes, on the servers' loop while a page reads `/events` between `start` and `stop`: a page with no
+    /// reader wakes nothing (issue 42).
     private var timer: RepeatedTask?
+    private var started = false
 
     init(control: Bool, daemon: DaemonAccess, servers: ServerLoop, refusals: PageRefusals) {
         self.control = control
@@ -392,14 +394,21 @@ final class StatusStreams: @unchecked Sendable {
     /// The pages open now.
     var count: Int { streams.withLock { $0.open.count } }
 
-    /// Starts pushing, every `StatusPageServer.eventInterval`; on the servers' loop.
+    /// Starts pushing, every `StatusPageServer.eventInterval` while a page reads; on the servers' loop.
     func start() {
+        started = true
+        if count > 0 { startPushing() }
+    }
+
+    private func startPushing() {
+        guard started, timer == nil else { return }
         timer = servers.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: StatusPageServer.eventInterval) { [self] _ in push() }
     }
 
     /// Stops pushing and closes every page's connection (the page's EventSource tries again, to a new server or
     /// none); on the servers' loop.
     func stop() {
+        started = false
         timer?.cancel()
         timer = nil
         let open = streams.withLock { streams in
@@ -409,8 +418,8 @@ final class StatusStreams: @unchecked Sendable {
         for stream in open { stream.channel.close(promise: nil) }
     }
 
-    /// Takes `channel`, whose response head is sent, as a page of `client` (a host) to push to; when `limit` are
-    /// open, closes the one that makes way.
+    /// Takes `channel`, whose response head is sent, as a page of `client` (a host) to push to (on the servers'
+    /// loop), and starts pushing if it is the first; when `limit` are open, closes the one that makes way.
     func add(_ channel: any Channel, client: String, withholding: Bool) {
         let now = MonotonicClock.now()
         let displaced = streams.withLock { streams -> Stream? in
@@ -425,6 +434,7 @@ final class StatusStreams: @unchecked Sendable {
             streams.open[ObjectIdentifier(channel)] = Stream(channel: channel, client: client, order: streams.arrived, withholding: withholding)
             return displaced
         }
+        startPushing()
         guard let displaced else { return }
         if displaced.channel.isWritable {
             refusals.count(.displacedPage, "\(Self.limit) pages are open, the most taken; closed the oldest of \(displaced.client)'s to make way for a new one")
@@ -464,6 +474,11 @@ final class StatusStreams: @unchecked Sendable {
     /// `stallTimeout`. On the servers' loop.
     private func push() {
         let now = MonotonicClock.now()
+        guard count > 0 else {
+            timer?.cancel()
+            timer = nil
+            return
+        }
         let (taking, stalled) = streams.withLock { streams -> ([Stream], [Stream]) in
             var taking: [Stream] = [], stalled: [Stream] = []
             for (id, stream) in streams.open {
