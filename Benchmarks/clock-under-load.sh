@@ -16,6 +16,7 @@
 #   Benchmarks/clock-under-load.sh --load 1                # and a busy loop on CPU 1
 #   Benchmarks/clock-under-load.sh --stall-ms 0            # the ALSA output never blocks (the router's load only)
 #   Benchmarks/clock-under-load.sh --quiet-listener        # the listener gets the clock only, not the notes
+#   Benchmarks/clock-under-load.sh --drums                 # the drums play too (issue 42), below
 #   Benchmarks/clock-under-load.sh --keep                  # keep route file, logs, ticks.txt (k, arrival, instant,
 #                                                          # bare deadline, bare wake-up) in /tmp/clock-under-load-*
 # Further options (rate, batch, the stand-in's pool and stalls): Benchmarks/jam_clock_bench.py --help, scenario busy.
@@ -28,29 +29,45 @@
 # waitForOutputRoom polled for room on the engine's queue, 10 ms at a time, up to 100 times).
 # The bare thread is Benchmarks/clock-under-load/bare_clock.c. Both are compiled here with cc.
 #
-# Builds jambridge (release) in .build-bench-main, as jam-clock-bench.sh does. Needs root (SCHED_FIFO) and the
-# listeners' PyPI pymidi (.build-peers/venv, scripts/install-deps.sh). Every process a run starts (jambridge, the
-# load generator, the bare thread, the canaries, busy loops) is ended by its PID before the next run.
+# --drums (issue 42): the same jambridge also plays drums, `drums: { style: rock, level: 5 }` with no audio, each
+# voice on its own note on channel 10 (20-38, below the load's notes), routed to the listener's endpoint: the
+# listener stamps the drums' notes with the kernel's receive time as it does the jam's ticks. Each hit is measured
+# against the instant it was meant for: its step's tick on the jam's grid (rock's hits are on its 16th steps, every
+# 6th tick of the song), moved by the style's humanize shift (up to +-3 ms), replayed from the seed and checked
+# against the hit's RTP stamp. Printed beside the jam's ticks and the bare thread: the hits' interval and lateness
+# figures, the hits over 0.5 ms late and how many of those the bare thread also saw, and issue 42's targets.
+#
+# Builds jambridge (release) in .build-bench-main, as jam-clock-bench.sh does, unless BIN names a jambridge binary
+# to measure. Needs root (SCHED_FIFO) and the listeners' PyPI pymidi (.build-peers/venv, scripts/install-deps.sh;
+# PYTHON names another venv's python). Every process a run starts (jambridge, the load generator, the bare thread,
+# the canaries, busy loops) is ended by its PID before the next run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 seconds=${SECONDS_EACH:-60}
 runs=${RUNS:-3}
-python="$root/.build-peers/venv/bin/python"
+python=${PYTHON:-$root/.build-peers/venv/bin/python}
 [ -x "$python" ] || { echo "no $python: run scripts/install-deps.sh first" >&2; exit 1; }
 
-echo "building jambridge (release) in $root/.build-bench-main ..." >&2
-if ! log=$(cd "$root" && swift build -c release --scratch-path "$root/.build-bench-main" --product jambridge 2>&1); then
-    echo "$log" | grep -E "error|warning: " >&2 || echo "$log" >&2
-    exit 1
+if [ -z "${BIN:-}" ]; then
+    echo "building jambridge (release) in $root/.build-bench-main ..." >&2
+    if ! log=$(cd "$root" && swift build -c release --scratch-path "$root/.build-bench-main" --product jambridge 2>&1); then
+        echo "$log" | grep -E "error|warning: " >&2 || echo "$log" >&2
+        exit 1
+    fi
+    binary="$root/.build-bench-main/release/jambridge"
+    described="jambridge $(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD -- Sources Package.swift || echo ' + uncommitted changes in Sources')"
+else
+    binary=$BIN
+    described="jambridge $BIN"
 fi
-binary="$root/.build-bench-main/release/jambridge"
+[ -x "$binary" ] || { echo "no jambridge at $binary" >&2; exit 1; }
 tools="$root/.build-bench-main/clock-under-load"
 mkdir -p "$tools"
 cc -O2 -Wall -Wextra -shared -fPIC -o "$tools/alsa_seq_standin.so" "$here/clock-under-load/alsa_seq_standin.c"
 cc -O2 -Wall -Wextra -o "$tools/bare_clock" "$here/clock-under-load/bare_clock.c" -lm
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r), swift $(swift --version 2>&1 | sed -n 's/.*Swift version \([0-9.]*\).*/\1/p' | head -1), jambridge $(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD -- Sources Package.swift || echo ' + uncommitted changes in Sources')"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r), swift $(swift --version 2>&1 | sed -n 's/.*Swift version \([0-9.]*\).*/\1/p' | head -1), $described"
 for run in $(seq "$runs"); do
     echo
     echo "## run $run of $runs: busy $*"
