@@ -49,19 +49,8 @@ runs=${RUNS:-3}
 python=${PYTHON:-$root/.build-peers/venv/bin/python}
 [ -x "$python" ] || { echo "no $python: run scripts/install-deps.sh first" >&2; exit 1; }
 
-if [ -z "${BIN:-}" ]; then
-    echo "building jambridge (release) in $root/.build-bench-main ..." >&2
-    if ! log=$(cd "$root" && swift build -c release --scratch-path "$root/.build-bench-main" --product jambridge 2>&1); then
-        echo "$log" | grep -E "error|warning: " >&2 || echo "$log" >&2
-        exit 1
-    fi
-    binary="$root/.build-bench-main/release/jambridge"
-    described="jambridge $(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD -- Sources Package.swift || echo ' + uncommitted changes in Sources')"
-else
-    binary=$BIN
-    described="jambridge $BIN"
-fi
-[ -x "$binary" ] || { echo "no jambridge at $binary" >&2; exit 1; }
+. "$here/release-binary.sh"
+release_binary
 tools="$root/.build-bench-main/clock-under-load"
 mkdir -p "$tools"
 cc -O2 -Wall -Wextra -shared -fPIC -o "$tools/alsa_seq_standin.so" "$here/clock-under-load/alsa_seq_standin.c"

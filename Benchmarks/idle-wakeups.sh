@@ -46,18 +46,9 @@ for configuration in "${configurations[@]}"; do
     *) echo "usage: $0 [${all_configurations[*]}]  (unknown: $configuration)" >&2; exit 2 ;; esac
 done
 
-if [ -z "${BIN:-}" ]; then
-    echo "building jambridge (release) in $root/.build-bench-main ..." >&2
-    if ! log=$(cd "$root" && swift build -c release --scratch-path "$root/.build-bench-main" --product jambridge 2>&1); then
-        echo "$log" | grep -E "error|warning: " >&2 || echo "$log" >&2
-        exit 1
-    fi
-    BIN="$root/.build-bench-main/release/jambridge"
-    described="jambridge $(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD -- Sources Package.swift || echo ' + uncommitted changes in Sources')"
-else
-    described="jambridge $BIN ($("$BIN" --version 2>/dev/null || true))"
-fi
-[ -x "$BIN" ] || { echo "no jambridge at $BIN" >&2; exit 1; }
+. "$here/release-binary.sh"
+release_binary
+BIN=$binary
 
 work=$(mktemp -d /tmp/idle-wakeups-XXXXXX)
 pid=""
