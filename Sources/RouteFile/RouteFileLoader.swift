@@ -61,7 +61,7 @@ struct PendingRoute {
 }
 
 /// One route file read and checked on its own: its endpoints, routes and mistakes.
-struct RouteFileDocument: YAMLDocument {
+struct RouteFileDocument: RouteFileReader {
     /// The file's path as given.
     let file: String
     /// Every mistake found in this file, in the order found.
@@ -412,48 +412,4 @@ struct RouteFileDocument: YAMLDocument {
                                    location: location(node),
                                    isValid: errors.count == errorsBefore))
     }
-
-    /// The names in a `from:` or `to:` value: one name or a list of names.
-    mutating func readReferences(_ node: Node, key: Node, role: EndpointReference.Role) -> [EndpointReference] {
-        let side = role == .source ? "from" : "to"
-        let items = node.sequence.map(Array.init) ?? [node]
-        if items.isEmpty || Self.isEmpty(node) {
-            let what = role == .source ? "a route from nowhere" : "a route to nowhere"
-            fail(Self.isEmpty(node) ? key : node, "\(what): '\(side)' needs an endpoint name or a list of names")
-            return []
-        }
-        var references: [EndpointReference] = []
-        for item in items {
-            guard let name = item.scalar?.string, !name.isEmpty else {
-                fail(item, "'\(side)' lists endpoint names, not \(Self.describe(item))")
-                continue
-            }
-            references.append(EndpointReference(name: name, location: location(item), role: role))
-        }
-        return references
-    }
-
-    // MARK: - Scalars and messages
-
-    /// A name written at `node` (under `key`): text of 1 to `maximumBytes` UTF-8 bytes. The messages say
-    /// `notText` when it is not text, `what` is empty and `ifEmpty`, or `what` is too long for `limits`.
-    mutating func readBoundedName(_ node: Node, key: Node, maximumBytes: Int, what: String, limits: String,
-                                  notText: String, ifEmpty: String) -> String? {
-        guard let name = node.scalar?.string else {
-            fail(node, "\(notText), not \(Self.describe(node))")
-            return nil
-        }
-        guard !name.isEmpty, !Self.isEmpty(node) else {
-            fail(Self.isEmpty(node) ? key : node, "\(what) is empty; \(ifEmpty)")
-            return nil
-        }
-        let bytes = name.utf8.count
-        guard bytes <= maximumBytes else {
-            fail(node, "\(what) is \(bytes) bytes long; \(limits) are at most \(maximumBytes) bytes (UTF-8), so shorten it")
-            return nil
-        }
-        return name
-    }
-
-
 }

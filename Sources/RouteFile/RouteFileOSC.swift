@@ -755,17 +755,6 @@ extension RouteFileDocument {
         return (items[0], items[1])
     }
 
-    /// A whole number in `range`; `what` names the key and `expected` says what it holds, for messages.
-    private mutating func readWholeNumber(_ node: Node, in range: ClosedRange<Int>, what: String,
-                                          expected: String) -> Int? {
-        guard let number = readInteger(node, what: what, range: expected) else { return nil }
-        guard range.contains(number) else {
-            fail(node, "\(number) is out of range; \(what) is \(expected)")
-            return nil
-        }
-        return number
-    }
-
     /// The text of a scalar as written, for messages that repeat it.
     private static func written(_ node: Node) -> String {
         node.scalar?.string ?? describe(node)
@@ -778,26 +767,5 @@ extension RouteFileDocument {
             return nil
         }
         return number
-    }
-
-    /// A duration in seconds: a number (`0.08`) or a text with its unit (`"80ms"`, `"1.5s"`); above 0, or also 0
-    /// if `allowsZero`.
-    mutating func readDuration(_ node: Node, key: String, allowsZero: Bool) -> Double? {
-        let text = (node.scalar?.string ?? "").trimmingSpaces
-        let seconds: Double? = if text.hasSuffix("ms") {
-            Double(text.dropLast(2).trimmingSpaces).map { $0 / 1000 }
-        } else if text.hasSuffix("s") {
-            Double(text.dropLast().trimmingSpaces)
-        } else {
-            Double(text)
-        }
-        let least = allowsZero ? "0 or more" : "above 0"
-        // An hour bounds what a mapper may keep moving toward (smoothing, release) and what a controller may be.
-        guard let seconds, seconds.isFinite, allowsZero ? seconds >= 0 : seconds > 0, seconds <= 3600 else {
-            fail(node, "\(Self.describe(node)) is not a duration \(least), up to an hour; '\(key)' is "
-                 + "seconds such as 0.08, or a text such as \"80ms\" or \"1.5s\"")
-            return nil
-        }
-        return seconds
     }
 }

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import MIDI
 
 /// The RTP-MIDI network session a route file's `session:` block declares.
@@ -391,32 +386,6 @@ extension RouteFileDocument {
             return nil
         }
         return host
-    }
-
-    /// True if `text` is a numeric IPv4 address (dotted quad) or IPv6 address.
-    static func isNumericAddress(_ text: String) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 16)
-        return text.withCString { address in
-            inet_pton(AF_INET, address, &buffer) == 1 || inet_pton(AF_INET6, address, &buffer) == 1
-        }
-    }
-
-    /// True if `text` is a DNS host name: dot-separated labels of letters, digits and inner hyphens.
-    static func isHostName(_ text: String) -> Bool {
-        let name = text.hasSuffix(".") ? String(text.dropLast()) : text
-        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
-        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
-            !label.isEmpty && label.utf8.count <= 63 && label.first != "-" && label.last != "-"
-                && label.unicodeScalars.allSatisfy(Self.isLabelScalar)
-        }
-    }
-
-    /// True for the ASCII letters, digits, '-' and '_' a host name label may hold.
-    private static func isLabelScalar(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar {
-        case "a"..."z", "A"..."Z", "0"..."9", "-", "_": true
-        default: false
-        }
     }
 
     /// The `peer:` value of an endpoint: a non-empty name glob; nil (reported) otherwise.

@@ -44,16 +44,6 @@ extension RouteFileDocument {
         return valid ? channels : nil
     }
 
-    /// One channel written 1-16, as a wire channel 0-15.
-    mutating func readChannel(_ node: Node) -> UInt4? {
-        guard let number = readInteger(node, what: "a channel", range: "1-16") else { return nil }
-        guard (1...16).contains(number), let channel = UInt4(number - 1) else {
-            fail(node, "channel \(number) does not exist; channels are 1-16")
-            return nil
-        }
-        return channel
-    }
-
     /// The range of a `notes:` value: `LOW..HIGH` or one note, as numbers or names.
     mutating func readNoteRange(_ node: Node) -> ClosedRange<UInt7>? {
         guard let text = node.scalar?.string, !text.isEmpty else {
@@ -75,12 +65,6 @@ extension RouteFileDocument {
             return nil
         }
         return low...high
-    }
-
-    /// A note written as a number 0-127 or a name (C4 = 60).
-    static func note(_ text: String) -> UInt7? {
-        if let number = Int(text) { return UInt7(number) }
-        return NoteName.parse(text)
     }
 
     /// The conversions of a `convert:` value: one `{ from: KIND, to: KIND }` or a list of them.
@@ -139,16 +123,6 @@ extension RouteFileDocument {
             fail(node, "unknown kind '\(node.scalar?.string ?? Self.describe(node))' to convert; \(usage)")
             return nil
         }
-    }
-
-    /// A controller number 0-127.
-    mutating func readController(_ node: Node) -> UInt7? {
-        guard let number = readInteger(node, what: "a controller number", range: "0-127") else { return nil }
-        guard let controller = UInt7(number) else {
-            fail(node, "controller \(number) does not exist; controllers are 0-127")
-            return nil
-        }
-        return controller
     }
 
     /// The `cc:` renumbering mapping, controller to controller.
@@ -237,16 +211,6 @@ extension RouteFileDocument {
         }
         guard let low = values[0], let high = values[1] else { return nil }
         return (low, high)
-    }
-
-    /// A curve exponent: a finite number above 0 (1 is straight).
-    mutating func readCurveExponent(_ node: Node) -> Double? {
-        guard let number = node.scalar.flatMap({ Double($0.string) }), number.isFinite, number > 0 else {
-            fail(node, "'curve' is a number above 0 (1 is straight, 2 bends slowly up, 0.5 quickly up), "
-                 + "not '\(node.scalar?.string ?? Self.describe(node))'")
-            return nil
-        }
-        return number
     }
 
     /// The `transpose:` value in semitones, -127 to 127.
