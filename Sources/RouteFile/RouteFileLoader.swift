@@ -142,7 +142,9 @@ struct RouteFileDocument: RouteFileReader {
             case "routes":
                 readRoutes(value)
             case "session":
-                session = readSession(value, key: keyNode)
+                var reader = SessionReader(file: file)
+                session = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "alsa":
                 alsa = readALSABlock(value, key: keyNode)
             case "clock":
@@ -282,6 +284,17 @@ struct RouteFileDocument: RouteFileReader {
             return nil
         }
         return FilePaths.absolute(text, in: directory)
+    }
+
+    /// The `peer:` value of an endpoint: a non-empty name glob; nil (reported) otherwise.
+    private mutating func readPeerGlob(_ node: Node, key: Node) -> String? {
+        guard let glob = node.scalar?.string, !Self.isEmpty(node), !glob.isEmpty else {
+            let form = "the peer's session name or a glob such as \"Mike’s *\""
+            fail(Self.isEmpty(node) ? key : node,
+                 node.scalar != nil ? "'peer' is empty; write \(form)" : "'peer' is \(form), not \(Self.describe(node))")
+            return nil
+        }
+        return glob
     }
 
     /// Reads and times the song at `path` for `songs`, or reports at `node` why it cannot be played.
