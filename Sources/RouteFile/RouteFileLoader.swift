@@ -154,7 +154,9 @@ struct RouteFileDocument: RouteFileReader {
             case "drums":
                 drums = readDrumsBlock(value, key: keyNode)
             case "http":
-                http = readHTTPBlock(value, key: keyNode)
+                var reader = StatusPageReader(file: file)
+                http = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
