@@ -148,9 +148,14 @@ struct RouteFileDocument: RouteFileReader {
             case "alsa":
                 alsa = readALSABlock(value, key: keyNode)
             case "clock":
-                jam.clock = readClockBlock(value, key: keyNode)
+                var reader = JamReader(file: file)
+                jam.clock = reader.readClock(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "activity":
-                jam.activity = JamBlocks.Activity(configuration: readActivityBlock(value, key: keyNode), location: location(keyNode))
+                var reader = JamReader(file: file)
+                jam.activity = JamBlocks.Activity(configuration: reader.readActivity(value, key: keyNode),
+                                                  location: location(keyNode))
+                reader.report(into: &errors, &notes)
             case "drums":
                 drums = readDrumsBlock(value, key: keyNode)
             case "http":
