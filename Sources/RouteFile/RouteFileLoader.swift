@@ -157,7 +157,10 @@ struct RouteFileDocument: RouteFileReader {
                                                   location: location(keyNode))
                 reader.report(into: &errors, &notes)
             case "drums":
-                drums = readDrumsBlock(value, key: keyNode)
+                var reader = DrumsReader(file: file, directory: directory, checksFiles: checksFiles,
+                                         checkingOnly: checkingOnly)
+                drums = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "http":
                 var reader = StatusPageReader(file: file)
                 http = reader.read(value, key: keyNode)
