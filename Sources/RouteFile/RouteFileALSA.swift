@@ -42,6 +42,8 @@ public struct ALSADeclaration: Equatable, Sendable {
 extension ALSADeclaration {
     /// The ALSA sequencer's device, which `alsa:` endpoints need.
     public static let sequencerDevice = "/dev/snd/seq"
+    /// ALSA's limit on a client or port name (a 64-byte C string), in UTF-8 bytes.
+    static let maximumNameBytes = 63
 
     /// What to do when the sequencer cannot be opened for the reason `code` (an errno).
     public static func remedy(forErrno code: Int32) -> String {
@@ -67,15 +69,14 @@ extension ALSADeclaration {
     }
 }
 
-/// The readers of the top-level `alsa:` block and of `alsa:` endpoints.
-extension RouteFileDocument {
-    /// ALSA's limit on a client or port name (a 64-byte C string), in UTF-8 bytes.
-    static let maximumALSANameBytes = 63
-    /// The highest port number a sequencer client can have here.
-    static let maximumALSAPortNumber = 255
+/// The reader of the top-level `alsa:` block: jambridge's own sequencer client.
+struct ALSAClientReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
 
     /// Reads the top-level `alsa:` mapping written at `key`; a `client:` with a mistake keeps the default.
-    mutating func readALSABlock(_ node: Node, key: Node) -> ALSADeclaration {
+    mutating func read(_ node: Node, key: Node) -> ALSADeclaration {
         var declaration = ALSADeclaration(location: location(key))
         if Self.isEmpty(node) { return declaration }
         guard let mapping = node.mapping else {
@@ -87,7 +88,7 @@ extension RouteFileDocument {
             switch name {
             case "client":
                 if let client = readBoundedName(
-                    value, key: keyNode, maximumBytes: Self.maximumALSANameBytes, what: "the ALSA client name",
+                    value, key: keyNode, maximumBytes: ALSADeclaration.maximumNameBytes, what: "the ALSA client name",
                     limits: "ALSA names",
                     notText: "'client' is the ALSA client's name as text, such as 'jambridge rack'",
                     ifEmpty: "write the name other programs see, such as 'jambridge rack', or leave 'client' out for "
@@ -100,6 +101,12 @@ extension RouteFileDocument {
         }
         return declaration
     }
+}
+
+/// The readers of `alsa:` endpoints.
+extension RouteFileDocument {
+    /// The highest port number a sequencer client can have here.
+    static let maximumALSAPortNumber = 255
 
     /// The `alsa:` value of endpoint `endpoint`: "CLIENT", "CLIENT:PORT" or `{ create: NAME }`; nil (reported) otherwise.
     mutating func readALSAEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
@@ -164,7 +171,7 @@ extension RouteFileDocument {
             case "create":
                 sawCreate = true
                 name = readBoundedName(
-                    value, key: keyNode, maximumBytes: Self.maximumALSANameBytes, what: "the port name",
+                    value, key: keyNode, maximumBytes: ALSADeclaration.maximumNameBytes, what: "the port name",
                     limits: "ALSA names", notText: "'create' is the name of the port jambridge creates, such as \"jam out\"",
                     ifEmpty: "write the name other programs see, such as { create: \"jam out\" }")
                 if let name {

@@ -146,7 +146,9 @@ struct RouteFileDocument: RouteFileReader {
                 session = reader.read(value, key: keyNode)
                 reader.report(into: &errors, &notes)
             case "alsa":
-                alsa = readALSABlock(value, key: keyNode)
+                var reader = ALSAClientReader(file: file)
+                alsa = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "clock":
                 var reader = JamReader(file: file)
                 jam.clock = reader.readClock(value, key: keyNode)
