@@ -392,43 +392,9 @@ struct RouteFileDocument: RouteFileReader {
             fail(node, "a route to nowhere: add 'to:' with an endpoint name or a list of names")
         }
 
-        var stages: [any RouteStage] = []
-        if let only = values["only"], let except = values["except"] {
-            let later = Self.position(of: only.key) < Self.position(of: except.key) ? except.key : only.key
-            fail(later, "'only' and 'except' together: use one of them")
-        } else if let only = values["only"], let kinds = readKinds(only.value, key: only.key, name: "only") {
-            stages.append(KindFilter(passing: kinds))
-        } else if let except = values["except"], let kinds = readKinds(except.value, key: except.key, name: "except") {
-            stages.append(KindFilter(passing: MIDIMessageKinds.all.subtracting(kinds)))
-        }
-        if let channels = values["channels"], let set = readChannels(channels.value) {
-            stages.append(ChannelFilter(channels: set))
-        }
-        if let notes = values["notes"], let range = readNoteRange(notes.value) {
-            stages.append(NoteRangeFilter(range: range))
-        }
-        if let convert = values["convert"] {
-            for (from, to) in readConversions(convert.value) {
-                stages.append(KindConversion(from: from, to: to))
-            }
-        }
-        if let renumber = values["cc"], let mapping = readControllerMapping(renumber.value) {
-            stages.append(ControllerRenumber(mapping: mapping))
-        }
-        if let ranges = values["cc-range"] {
-            for (controller, curve) in readControllerRanges(ranges.value) {
-                stages.append(ControllerRange(controller: controller, curve: curve))
-            }
-        }
-        if let transpose = values["transpose"], let semitones = readTranspose(transpose.value) {
-            stages.append(Transpose(semitones: semitones))
-        }
-        if let velocity = values["velocity"], let stage = readVelocity(velocity.value, key: velocity.key) {
-            stages.append(stage)
-        }
-        if let channel = values["channel"], let mapping = readChannelRemap(channel.value) {
-            stages.append(ChannelRemap(mapping: mapping))
-        }
+        var stageReader = RouteStageReader(file: file)
+        let stages = stageReader.read(values)
+        stageReader.report(into: &errors, &notes)
         // Not a stage: how the OSC endpoint at either end of the route translates.
         let osc = values["osc"].flatMap { readOSCMapping($0.value, key: $0.key) }
         let echo = values["echo"].flatMap { readBool($0.value, key: "echo") } ?? false
