@@ -396,7 +396,12 @@ struct RouteFileDocument: RouteFileReader {
         let stages = stageReader.read(values)
         stageReader.report(into: &errors, &notes)
         // Not a stage: how the OSC endpoint at either end of the route translates.
-        let osc = values["osc"].flatMap { readOSCMapping($0.value, key: $0.key) }
+        var osc: OSCRouteMapping?
+        if let block = values["osc"] {
+            var oscReader = OSCMappingReader(file: file)
+            osc = oscReader.read(block.value, key: block.key)
+            oscReader.report(into: &errors, &notes)
+        }
         let echo = values["echo"].flatMap { readBool($0.value, key: "echo") } ?? false
         let control = values["control"].flatMap { readBool($0.value, key: "control") } ?? false
         routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, echo: echo, control: control,
