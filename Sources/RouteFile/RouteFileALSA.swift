@@ -104,7 +104,7 @@ struct ALSAClientReader: RouteFileReader {
 }
 
 /// The readers of `alsa:` endpoints.
-extension RouteFileDocument {
+extension EndpointsReader {
     /// The highest port number a sequencer client can have here.
     static let maximumALSAPortNumber = 255
 

@@ -1,9 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import MIDI
-import OSC
-import Routing
 
 /// One route file read and checked on its own: its endpoints, routes and mistakes.
 struct RouteFileDocument: RouteFileReader {
@@ -11,44 +6,33 @@ struct RouteFileDocument: RouteFileReader {
     let file: String
     /// Every mistake found in this file, in the order found.
     var errors: [RouteFileError] = []
-    /// The endpoints declared in this file, in order.
-    private(set) var endpoints: [EndpointDeclaration] = []
-    /// The routes declared in this file, in order.
-    private(set) var routes: [PendingRoute] = []
-    /// The names of this file's endpoints whose declaration holds a mistake (reported), so left out.
-    private(set) var rejectedEndpointNames: [String] = []
-    /// The songs `file:` endpoints play, read and timed when checked, by path.
-    private(set) var songs: [String: TimedSong] = [:]
-    /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
-    var session: SessionDeclaration?
-    /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
-    var alsa: ALSADeclaration?
-    /// The file's `clock:` and `activity:` blocks.
-    var jam = JamBlocks()
-    /// The file's `drums:` block, if it has one.
-    var drums: DrumsDeclaration?
-    /// The file's `http:` block, if it has one.
-    var http: HTTPDeclaration?
-    /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
-    var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
-    /// Where this file's `osc:` endpoints listen.
-    var oscListeners: [OSCListener] = []
+    /// What is worth saying about this file that is not a mistake.
+    var notes: [RouteFileNote] = []
     /// The directory relative paths in the file are resolved against.
     let directory: String
     /// True if the songs (`file:`), recordings (`record:`) and the drums' kit named are checked on disk.
     let checksFiles: Bool
     /// True for `jambridge check`: what only the user who runs the file needs (a folder to record into) is a note.
     let checkingOnly: Bool
-    /// What is worth saying about this file that is not a mistake.
-    var notes: [RouteFileNote] = []
+    /// The reader of the `endpoints:` mapping, which keeps what it declares.
+    private(set) var endpoints: EndpointsReader
+    /// The routes declared in this file, in order.
+    private(set) var routes: [PendingRoute] = []
+    /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
+    private(set) var session: SessionDeclaration?
+    /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
+    private(set) var alsa: ALSADeclaration?
+    /// The file's `clock:` and `activity:` blocks.
+    private(set) var jam = JamBlocks()
+    /// The file's `drums:` block, if it has one.
+    private(set) var drums: DrumsDeclaration?
+    /// The file's `http:` block, if it has one.
+    private(set) var http: HTTPDeclaration?
 
     /// Reads and checks the route file at `file`, the songs it plays, the places it records to and the kit its drums
     /// play; a route file that cannot be read is one error at 1:1. `checkingOnly`: see `RouteConfiguration.load`.
     init(readingFile file: String, checkingOnly: Bool = false) {
-        self.file = file
-        directory = FilePaths.folder(of: file)
-        checksFiles = true
-        self.checkingOnly = checkingOnly
+        self.init(file: file, checksFiles: true, checkingOnly: checkingOnly)
         do {
             parse(try RegularFile.text(atPath: file, what: "route file"))
         } catch {
@@ -58,11 +42,17 @@ struct RouteFileDocument: RouteFileReader {
 
     /// Checks `yaml` as the route file called `file`, without reading the files it names.
     init(yaml: String, file: String) {
+        self.init(file: file, checksFiles: false, checkingOnly: false)
+        parse(yaml)
+    }
+
+    /// The route file `file`, nothing read yet.
+    private init(file: String, checksFiles: Bool, checkingOnly: Bool) {
         self.file = file
         directory = FilePaths.folder(of: file)
-        checksFiles = false
-        checkingOnly = false
-        parse(yaml)
+        self.checksFiles = checksFiles
+        self.checkingOnly = checkingOnly
+        endpoints = EndpointsReader(file: file, directory: directory, checksFiles: checksFiles, checkingOnly: checkingOnly)
     }
 
     // MARK: - The document
@@ -83,7 +73,8 @@ struct RouteFileDocument: RouteFileReader {
             guard let key = scalarKey(keyNode) else { continue }
             switch key {
             case "endpoints":
-                readEndpoints(value)
+                endpoints.read(value)
+                endpoints.report(into: &errors, &notes)
             case "routes":
                 var reader = RoutesReader(file: file)
                 routes = reader.read(value)
@@ -119,182 +110,6 @@ struct RouteFileDocument: RouteFileReader {
                     .map { "did you mean '\($0)'? " } ?? ""
                 fail(keyNode, "unknown top-level key '\(key)'; \(hint)the known keys are "
                      + "'session', 'alsa', 'clock', 'activity', 'drums', 'http', 'endpoints' and 'routes'")
-            }
-        }
-    }
-
-    // MARK: - Endpoints
-
-    /// Reads the `endpoints:` mapping.
-    private mutating func readEndpoints(_ node: Node) {
-        if Self.isEmpty(node) { return }
-        guard let mapping = node.mapping else {
-            fail(node, "'endpoints' is a mapping of names to endpoints, such as 'song: { file: demo.mid }', "
-                 + "not \(Self.describe(node))")
-            return
-        }
-        for (nameNode, value) in mapping {
-            guard let name = scalarKey(nameNode) else { continue }
-            guard !name.isEmpty else {
-                fail(nameNode, "an endpoint needs a name")
-                continue
-            }
-            if name == RouteFileVocabulary.sessionEndpointName {
-                fail(nameNode, "'session' is the reserved name of the network session endpoint; choose another name")
-                continue
-            }
-            if let kind = readEndpointKind(name: name, nameNode: nameNode, value) {
-                endpoints.append(EndpointDeclaration(name: name, kind: kind, location: location(nameNode)))
-            } else {
-                rejectedEndpointNames.append(name)
-            }
-        }
-    }
-
-    /// Reads one endpoint's mapping, or reports why it is not an endpoint.
-    private mutating func readEndpointKind(name: String, nameNode: Node, _ node: Node) -> EndpointKind? {
-        let usage = "'file: PATH' (play a MIDI file) or 'record: PATH' (record to a MIDI file)"
-        guard let mapping = node.mapping else {
-            fail(Self.isEmpty(node) ? nameNode : node, "endpoint '\(name)' needs a mapping with \(usage)")
-            return nil
-        }
-        var filePath: String??
-        var recordPath: String??
-        var peerGlob: String??
-        // What an `alsa:` or `osc:` value makes, nil inside if it had a mistake.
-        var adapterKind: EndpointKind??
-        var kindKey: String?
-        var loop: Bool? = false
-        var loopKey: Node?
-        var valid = true
-        for (keyNode, value) in mapping {
-            guard let key = scalarKey(keyNode) else { valid = false; continue }
-            switch key {
-            case "file", "record", "peer", "alsa", "osc":
-                switch key {
-                case "file":
-                    filePath = readPath(value, key: keyNode)
-                    if checksFiles, let path = filePath ?? nil { checkSong(at: path, value) }
-                case "record":
-                    recordPath = readPath(value, key: keyNode)
-                    if checksFiles, let path = recordPath ?? nil { checkRecording(at: path, value) }
-                case "peer": peerGlob = readPeerGlob(value, key: keyNode)
-                case "osc": adapterKind = readOSCEndpoint(value, key: keyNode, endpoint: name)
-                default: adapterKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
-                }
-                if let earlier = kindKey {
-                    if [earlier, key].contains("osc") {
-                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
-                             + "ports), 'osc' (OSC controllers), 'peer' (a session peer), 'file' (play a MIDI file) "
-                             + "or 'record' (record to a MIDI file)")
-                    } else if [earlier, key].contains("alsa") {
-                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
-                             + "ports), 'peer' (a session peer), 'file' (play a MIDI file) or 'record' (record to "
-                             + "a MIDI file)")
-                    } else if [earlier, key].contains("peer") {
-                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'peer' "
-                             + "(a session peer), 'file' (play a MIDI file) or 'record' (record to a MIDI file)")
-                    } else {
-                        fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
-                    }
-                    valid = false
-                } else {
-                    kindKey = key
-                }
-            case "loop":
-                loopKey = keyNode
-                loop = readBool(value, key: "loop")
-            default:
-                failUnknownKey(keyNode, key, known: RouteFileVocabulary.endpointKeys, in: "an endpoint")
-                valid = false
-            }
-        }
-        if let loopKey, filePath == nil {
-            if kindKey == nil {
-                fail(nameNode, "endpoint '\(name)' has 'loop' but no 'file:', the MIDI file to play; write it, such as "
-                     + "'\(name): { file: song.mid, loop: true }'")
-            } else {
-                fail(loopKey, "'loop' applies to 'file' endpoints only")
-            }
-            valid = false
-        }
-        guard valid, let loop else { return nil }
-        switch (filePath, recordPath, peerGlob, adapterKind) {
-        case (.some(.some(let path)), nil, nil, nil):
-            return .midiFile(path: path, loop: loop)
-        case (nil, .some(.some(let path)), nil, nil):
-            return .recorder(path: path)
-        case (nil, nil, .some(.some(let glob)), nil):
-            return .peer(glob: glob)
-        case (nil, nil, nil, .some(.some(let kind))):
-            return kind
-        case (nil, nil, nil, nil):
-            fail(nameNode, "endpoint '\(name)' needs \(usage)")
-            return nil
-        default:
-            return nil
-        }
-    }
-
-    /// A path relative to the route file's directory, made absolute; nil (reported) if empty.
-    private mutating func readPath(_ node: Node, key: Node) -> String? {
-        guard let text = node.scalar?.string, !text.isEmpty else {
-            fail(Self.isEmpty(node) ? key : node, "empty path; write the MIDI file's path, relative to this route file")
-            return nil
-        }
-        return FilePaths.absolute(text, in: directory)
-    }
-
-    /// The `peer:` value of an endpoint: a non-empty name glob; nil (reported) otherwise.
-    private mutating func readPeerGlob(_ node: Node, key: Node) -> String? {
-        guard let glob = node.scalar?.string, !Self.isEmpty(node), !glob.isEmpty else {
-            let form = "the peer's session name or a glob such as \"Mike’s *\""
-            fail(Self.isEmpty(node) ? key : node,
-                 node.scalar != nil ? "'peer' is empty; write \(form)" : "'peer' is \(form), not \(Self.describe(node))")
-            return nil
-        }
-        return glob
-    }
-
-    /// Reads and times the song at `path` for `songs`, or reports at `node` why it cannot be played.
-    private mutating func checkSong(at path: String, _ node: Node) {
-        guard songs[path] == nil else { return }
-        do {
-            songs[path] = TimedSong(try RegularFile.song(atPath: path))
-        } catch {
-            fail(node, "cannot play the song '\(path)': \(error)")
-        }
-    }
-
-    /// Reports at `node` why a recording cannot be made at `path`: it names something other than a file,
-    /// or its directory is missing or not writable. (A file already there is kept: the recorder numbers its take.)
-    /// When only checking, a directory this user may not write in (an installed example) is a note: whoever runs the
-    /// file needs to.
-    private mutating func checkRecording(at path: String, _ node: Node) {
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
-            fail(node, "cannot record to '\(path)': it is \(RegularFileError.kind(of: status.st_mode)); "
-                 + "write the path of a MIDI file to create, such as 'take.mid'")
-            return
-        }
-        let directory = FilePaths.folder(of: path)
-        guard stat(directory, &status) == 0 else {
-            fail(node, "cannot record to '\(path)': '\(directory)': \(String(cString: strerror(errno)))")
-            return
-        }
-        guard status.st_mode & S_IFMT == S_IFDIR else {
-            fail(node, "cannot record to '\(path)': '\(directory)' is not a directory")
-            return
-        }
-        if access(directory, W_OK | X_OK) != 0 {
-            let reason = errno
-            if checkingOnly, reason == EACCES || reason == EROFS {
-                notes.append(RouteFileNote(location: location(node), message:
-                    "this user cannot create files in '\(directory)' (\(String(cString: strerror(reason)))), where 'jambridge run' "
-                    + "records '\(path)': run it as a user who can, or copy the route file (with the songs it plays) to a folder "
-                    + "you can write in"))
-            } else {
-                fail(node, "cannot record to '\(path)': cannot create files in '\(directory)': \(String(cString: strerror(reason)))")
             }
         }
     }

@@ -80,7 +80,7 @@ extension PendingRoute {
 }
 
 /// The readers of `osc:` endpoints.
-extension RouteFileDocument {
+extension EndpointsReader {
     // MARK: - Endpoints
 
     /// The `osc:` value of endpoint `endpoint`: `{ listen: PORT, reply: PORT, host: ADDRESS, send: [...],
