@@ -103,13 +103,20 @@ struct ALSAClientReader: RouteFileReader {
     }
 }
 
-/// The readers of `alsa:` endpoints.
-extension EndpointsReader {
+/// The reader of `alsa:` endpoints: ports of existing clients, or ports jambridge creates, whose names it keeps (one
+/// client cannot create two ports with one name).
+struct ALSAEndpointReader: RouteFileReader {
     /// The highest port number a sequencer client can have here.
-    static let maximumALSAPortNumber = 255
+    static let maximumPortNumber = 255
+
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+    /// The ports `{ create: NAME }` values create, with their endpoint and where each name is written.
+    private(set) var createdPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
 
     /// The `alsa:` value of endpoint `endpoint`: "CLIENT", "CLIENT:PORT" or `{ create: NAME }`; nil (reported) otherwise.
-    mutating func readALSAEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
+    mutating func read(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
         let forms = "a client name or glob such as \"USB Keyboard*\", \"CLIENT:PORT\" such as \"TR-8:0\", "
             + "or { create: NAME } for a port jambridge creates"
         if let mapping = node.mapping {
@@ -132,14 +139,14 @@ extension EndpointsReader {
             return nil
         }
         guard !portPart.isEmpty else {
-            fail(node, "no port after ':' in '\(text)'; write a port number 0-\(Self.maximumALSAPortNumber) or a "
+            fail(node, "no port after ':' in '\(text)'; write a port number 0-\(Self.maximumPortNumber) or a "
                  + "port name glob, such as \"TR-8:0\", or leave ':' out for every port of the client")
             return nil
         }
         guard let client = checkedALSAClientGlob(clientPart, at: node) else { return nil }
         if portPart.allSatisfy(\.isASCIIDigit) {
-            guard let number = Int(portPart), number <= Self.maximumALSAPortNumber else {
-                fail(node, "port \(portPart) is out of range; ALSA port numbers are 0-\(Self.maximumALSAPortNumber) "
+            guard let number = Int(portPart), number <= Self.maximumPortNumber else {
+                fail(node, "port \(portPart) is out of range; ALSA port numbers are 0-\(Self.maximumPortNumber) "
                      + "(see 'aconnect -l'), or write a port name glob")
                 return nil
             }
@@ -175,7 +182,7 @@ extension EndpointsReader {
                     limits: "ALSA names", notText: "'create' is the name of the port jambridge creates, such as \"jam out\"",
                     ifEmpty: "write the name other programs see, such as { create: \"jam out\" }")
                 if let name {
-                    createdALSAPorts.append((name: name, endpoint: endpoint, location: location(value)))
+                    createdPorts.append((name: name, endpoint: endpoint, location: location(value)))
                 } else {
                     valid = false
                 }

@@ -21,10 +21,19 @@ struct EndpointsReader: RouteFileReader {
     private(set) var rejectedNames: [String] = []
     /// The songs `file:` endpoints play, read and timed when checked, by path.
     private(set) var songs: [String: TimedSong] = [:]
-    /// The ports `alsa: { create: NAME }` endpoints create, with where each name is written.
-    var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
+    /// The reader of `alsa:` values, which keeps the ports they create.
+    private(set) var alsa: ALSAEndpointReader
     /// Where `osc:` endpoints listen.
     var oscListeners: [OSCListener] = []
+
+    /// The reader of the endpoints of the route file `file`, whose relative paths start from `directory`.
+    init(file: String, directory: String, checksFiles: Bool, checkingOnly: Bool) {
+        self.file = file
+        self.directory = directory
+        self.checksFiles = checksFiles
+        self.checkingOnly = checkingOnly
+        alsa = ALSAEndpointReader(file: file)
+    }
 
     /// Reads the `endpoints:` mapping.
     mutating func read(_ node: Node) {
@@ -81,7 +90,9 @@ struct EndpointsReader: RouteFileReader {
                     if checksFiles, let path = recordPath ?? nil { checkRecording(at: path, value) }
                 case "peer": peerGlob = readPeerGlob(value, key: keyNode)
                 case "osc": adapterKind = readOSCEndpoint(value, key: keyNode, endpoint: name)
-                default: adapterKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
+                default:
+                    adapterKind = alsa.read(value, key: keyNode, endpoint: name)
+                    alsa.report(into: &errors, &notes)
                 }
                 if let earlier = kindKey {
                     if [earlier, key].contains("osc") {

@@ -345,7 +345,7 @@ public struct RouteConfiguration: Sendable {
                     when: "a 'drums' block")
         }
         for (fileIndex, document) in documents.enumerated() {
-            for created in document.endpoints.createdALSAPorts {
+            for created in document.endpoints.alsa.createdPorts {
                 if let first = createdPorts[created.name] {
                     errorsByFile[fileIndex].append(RouteFileError(
                         location: created.location,
