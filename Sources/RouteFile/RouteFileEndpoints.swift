@@ -23,8 +23,8 @@ struct EndpointsReader: RouteFileReader {
     private(set) var songs: [String: TimedSong] = [:]
     /// The reader of `alsa:` values, which keeps the ports they create.
     private(set) var alsa: ALSAEndpointReader
-    /// Where `osc:` endpoints listen.
-    var oscListeners: [OSCListener] = []
+    /// The reader of `osc:` values, which keeps where they listen.
+    private(set) var osc: OSCEndpointReader
 
     /// The reader of the endpoints of the route file `file`, whose relative paths start from `directory`.
     init(file: String, directory: String, checksFiles: Bool, checkingOnly: Bool) {
@@ -33,6 +33,7 @@ struct EndpointsReader: RouteFileReader {
         self.checksFiles = checksFiles
         self.checkingOnly = checkingOnly
         alsa = ALSAEndpointReader(file: file)
+        osc = OSCEndpointReader(file: file)
     }
 
     /// Reads the `endpoints:` mapping.
@@ -89,7 +90,9 @@ struct EndpointsReader: RouteFileReader {
                     recordPath = readPath(value, key: keyNode)
                     if checksFiles, let path = recordPath ?? nil { checkRecording(at: path, value) }
                 case "peer": peerGlob = readPeerGlob(value, key: keyNode)
-                case "osc": adapterKind = readOSCEndpoint(value, key: keyNode, endpoint: name)
+                case "osc":
+                    adapterKind = osc.read(value, key: keyNode, endpoint: name)
+                    osc.report(into: &errors, &notes)
                 default:
                     adapterKind = alsa.read(value, key: keyNode, endpoint: name)
                     alsa.report(into: &errors, &notes)

@@ -356,7 +356,7 @@ public struct RouteConfiguration: Sendable {
                 }
             }
         }
-        for (fileIndex, error) in OSCListener.conflicts(in: documents.map(\.endpoints.oscListeners)) {
+        for (fileIndex, error) in OSCListener.conflicts(in: documents.map(\.endpoints.osc.listeners)) {
             errorsByFile[fileIndex].append(error)
         }
         let declaredNames = endpoints.map(\.name)
@@ -401,7 +401,7 @@ public struct RouteConfiguration: Sendable {
         }
         if let session {
             for (fileIndex, document) in documents.enumerated() {
-                for listener in document.endpoints.oscListeners where listener.clashes(with: session) {
+                for listener in document.endpoints.osc.listeners where listener.clashes(with: session) {
                     errorsByFile[fileIndex].append(RouteFileError(
                         location: listener.location,
                         message: "endpoint '\(listener.endpoint)' cannot listen on \(listener.address): the session "

@@ -79,13 +79,18 @@ extension PendingRoute {
     }
 }
 
-/// The readers of `osc:` endpoints.
-extension EndpointsReader {
-    // MARK: - Endpoints
+/// The reader of `osc:` endpoints: the port each listens on (which it keeps: no two may take one), whom it takes from
+/// and whom it tells.
+struct OSCEndpointReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+    /// Where the endpoints read listen, in order.
+    private(set) var listeners: [OSCListener] = []
 
     /// The `osc:` value of endpoint `endpoint`: `{ listen: PORT, reply: PORT, host: ADDRESS, send: [...],
     /// accept: SENDERS, forget: SECONDS, control: BOOL }`; nil (reported) on a mistake.
-    mutating func readOSCEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
+    mutating func read(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
         let example = "{ listen: 8000, reply: 9000 }"
         guard let mapping = node.mapping else {
             fail(Self.isEmpty(node) ? key : node, "'osc' is a mapping with the port controllers send to, such as "
@@ -134,8 +139,8 @@ extension EndpointsReader {
                  + "'none' is for feedback to 'send' targets only, so add them or accept senders such as 'local'")
         }
         guard errors.count == errorsBefore else { return nil }
-        oscListeners.append(OSCListener(host: settings.listenHost, port: settings.listenPort, endpoint: endpoint,
-                                        location: location(listenValue)))
+        listeners.append(OSCListener(host: settings.listenHost, port: settings.listenPort, endpoint: endpoint,
+                                     location: location(listenValue)))
         return .osc(settings)
     }
 
