@@ -3,35 +3,29 @@ import Glibc
 #endif
 import MIDI
 
-/// The reader of the `endpoints:` mapping: each endpoint's name and what it is, the songs `file:` endpoints play and
-/// the places `record:` endpoints record to (checked on disk when files are).
+/// The reader of the `endpoints:` mapping: each endpoint's name and what it is, one of `file:`, `record:`, `peer:`,
+/// `alsa:` or `osc:`, each but a peer's glob read by a reader of its own.
 struct EndpointsReader: RouteFileReader {
     let file: String
     var errors: [RouteFileError] = []
     var notes: [RouteFileNote] = []
-    /// The route file's directory, which relative paths start from.
-    let directory: String
-    /// True if the songs and recordings named are checked on disk.
-    let checksFiles: Bool
-    /// True for `jambridge check`: what only the user who runs the file needs (a folder to record into) is a note.
-    let checkingOnly: Bool
     /// The endpoints declared, in order.
     private(set) var declarations: [EndpointDeclaration] = []
     /// The names of endpoints whose declaration holds a mistake (reported), so left out.
     private(set) var rejectedNames: [String] = []
-    /// The songs `file:` endpoints play, read and timed when checked, by path.
-    private(set) var songs: [String: TimedSong] = [:]
+    /// The reader of `file:` and `record:` values, which keeps the songs read.
+    private(set) var midiFiles: MIDIFileEndpointReader
     /// The reader of `alsa:` values, which keeps the ports they create.
     private(set) var alsa: ALSAEndpointReader
     /// The reader of `osc:` values, which keeps where they listen.
     private(set) var osc: OSCEndpointReader
 
-    /// The reader of the endpoints of the route file `file`, whose relative paths start from `directory`.
+    /// The reader of the endpoints of the route file `file`, whose MIDI files are found from `directory` and checked on
+    /// disk as `checksFiles` and `checkingOnly` say (`MIDIFileEndpointReader`).
     init(file: String, directory: String, checksFiles: Bool, checkingOnly: Bool) {
         self.file = file
-        self.directory = directory
-        self.checksFiles = checksFiles
-        self.checkingOnly = checkingOnly
+        midiFiles = MIDIFileEndpointReader(file: file, directory: directory, checksFiles: checksFiles,
+                                           checkingOnly: checkingOnly)
         alsa = ALSAEndpointReader(file: file)
         osc = OSCEndpointReader(file: file)
     }
@@ -84,11 +78,11 @@ struct EndpointsReader: RouteFileReader {
             case "file", "record", "peer", "alsa", "osc":
                 switch key {
                 case "file":
-                    filePath = readPath(value, key: keyNode)
-                    if checksFiles, let path = filePath ?? nil { checkSong(at: path, value) }
+                    filePath = midiFiles.readSong(value, key: keyNode)
+                    midiFiles.report(into: &errors, &notes)
                 case "record":
-                    recordPath = readPath(value, key: keyNode)
-                    if checksFiles, let path = recordPath ?? nil { checkRecording(at: path, value) }
+                    recordPath = midiFiles.readRecording(value, key: keyNode)
+                    midiFiles.report(into: &errors, &notes)
                 case "peer": peerGlob = readPeerGlob(value, key: keyNode)
                 case "osc":
                     adapterKind = osc.read(value, key: keyNode, endpoint: name)
@@ -151,15 +145,6 @@ struct EndpointsReader: RouteFileReader {
         }
     }
 
-    /// A path relative to the route file's directory, made absolute; nil (reported) if empty.
-    private mutating func readPath(_ node: Node, key: Node) -> String? {
-        guard let text = node.scalar?.string, !text.isEmpty else {
-            fail(Self.isEmpty(node) ? key : node, "empty path; write the MIDI file's path, relative to this route file")
-            return nil
-        }
-        return FilePaths.absolute(text, in: directory)
-    }
-
     /// The `peer:` value of an endpoint: a non-empty name glob; nil (reported) otherwise.
     private mutating func readPeerGlob(_ node: Node, key: Node) -> String? {
         guard let glob = node.scalar?.string, !Self.isEmpty(node), !glob.isEmpty else {
@@ -169,6 +154,45 @@ struct EndpointsReader: RouteFileReader {
             return nil
         }
         return glob
+    }
+}
+
+/// The reader of `file:` and `record:` values: the MIDI files endpoints play and record to, by absolute path; when
+/// files are checked, each song is read and timed, and each recording's folder must let it be created.
+struct MIDIFileEndpointReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+    /// The route file's directory, which relative paths start from.
+    let directory: String
+    /// True if the songs and recordings named are checked on disk.
+    let checksFiles: Bool
+    /// True for `jambridge check`: what only the user who runs the file needs (a folder to record into) is a note.
+    let checkingOnly: Bool
+    /// The songs read and timed, by path.
+    private(set) var songs: [String: TimedSong] = [:]
+
+    /// The song a `file:` value names, read and timed when files are checked; nil (reported) if the path is empty.
+    mutating func readSong(_ node: Node, key: Node) -> String? {
+        let path = readPath(node, key: key)
+        if checksFiles, let path { checkSong(at: path, node) }
+        return path
+    }
+
+    /// The recording a `record:` value names, checked when files are; nil (reported) if the path is empty.
+    mutating func readRecording(_ node: Node, key: Node) -> String? {
+        let path = readPath(node, key: key)
+        if checksFiles, let path { checkRecording(at: path, node) }
+        return path
+    }
+
+    /// A path relative to the route file's directory, made absolute; nil (reported) if empty.
+    private mutating func readPath(_ node: Node, key: Node) -> String? {
+        guard let text = node.scalar?.string, !text.isEmpty else {
+            fail(Self.isEmpty(node) ? key : node, "empty path; write the MIDI file's path, relative to this route file")
+            return nil
+        }
+        return FilePaths.absolute(text, in: directory)
     }
 
     /// Reads and times the song at `path` for `songs`, or reports at `node` why it cannot be played.

@@ -437,7 +437,7 @@ public struct RouteConfiguration: Sendable {
             }
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
-        let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.endpoints.songs) { first, _ in first } }
+        let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.endpoints.midiFiles.songs) { first, _ in first } }
         var configuration = RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa,
                                                songs: songs, jam: jam)
         configuration.drums = drums
