@@ -1,7 +1,9 @@
 import MIDI
 
-/// One route file read and checked on its own: its endpoints, routes and mistakes.
-struct RouteFileDocument: RouteFileReader {
+/// One route file read and checked on its own: each top-level key is read by its section's reader, which reports its
+/// mistakes and notes here in the order found, and what the sections declare is kept for `RouteConfiguration` to merge
+/// and check across sections and files.
+struct RouteFileDocument: YAMLDocument {
     /// The file's path as given.
     let file: String
     /// Every mistake found in this file, in the order found.
@@ -54,8 +56,6 @@ struct RouteFileDocument: RouteFileReader {
         self.checkingOnly = checkingOnly
         endpoints = EndpointsReader(file: file, directory: directory, checksFiles: checksFiles, checkingOnly: checkingOnly)
     }
-
-    // MARK: - The document
 
     /// Parses the YAML, then walks the top-level mapping.
     private mutating func parse(_ yaml: String) {

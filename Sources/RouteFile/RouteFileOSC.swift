@@ -1,6 +1,5 @@
 import MIDI
 import OSC
-import Routing
 import Transport
 
 /// Where one `osc:` endpoint listens, kept to find two endpoints that would listen on the same port.
