@@ -42,6 +42,8 @@ public struct ALSADeclaration: Equatable, Sendable {
 extension ALSADeclaration {
     /// The ALSA sequencer's device, which `alsa:` endpoints need.
     public static let sequencerDevice = "/dev/snd/seq"
+    /// ALSA's limit on a client or port name (a 64-byte C string), in UTF-8 bytes.
+    static let maximumNameBytes = 63
 
     /// What to do when the sequencer cannot be opened for the reason `code` (an errno).
     public static func remedy(forErrno code: Int32) -> String {
@@ -67,15 +69,14 @@ extension ALSADeclaration {
     }
 }
 
-/// The readers of the top-level `alsa:` block and of `alsa:` endpoints.
-extension RouteFileDocument {
-    /// ALSA's limit on a client or port name (a 64-byte C string), in UTF-8 bytes.
-    static let maximumALSANameBytes = 63
-    /// The highest port number a sequencer client can have here.
-    static let maximumALSAPortNumber = 255
+/// The reader of the top-level `alsa:` block: jambridge's own sequencer client.
+struct ALSAClientReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
 
     /// Reads the top-level `alsa:` mapping written at `key`; a `client:` with a mistake keeps the default.
-    mutating func readALSABlock(_ node: Node, key: Node) -> ALSADeclaration {
+    mutating func read(_ node: Node, key: Node) -> ALSADeclaration {
         var declaration = ALSADeclaration(location: location(key))
         if Self.isEmpty(node) { return declaration }
         guard let mapping = node.mapping else {
@@ -87,7 +88,7 @@ extension RouteFileDocument {
             switch name {
             case "client":
                 if let client = readBoundedName(
-                    value, key: keyNode, maximumBytes: Self.maximumALSANameBytes, what: "the ALSA client name",
+                    value, key: keyNode, maximumBytes: ALSADeclaration.maximumNameBytes, what: "the ALSA client name",
                     limits: "ALSA names",
                     notText: "'client' is the ALSA client's name as text, such as 'jambridge rack'",
                     ifEmpty: "write the name other programs see, such as 'jambridge rack', or leave 'client' out for "
@@ -100,9 +101,22 @@ extension RouteFileDocument {
         }
         return declaration
     }
+}
+
+/// The reader of `alsa:` endpoints: ports of existing clients, or ports jambridge creates, whose names it keeps (one
+/// client cannot create two ports with one name).
+struct ALSAEndpointReader: RouteFileReader {
+    /// The highest port number a sequencer client can have here.
+    static let maximumPortNumber = 255
+
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+    /// The ports `{ create: NAME }` values create, with their endpoint and where each name is written.
+    private(set) var createdPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
 
     /// The `alsa:` value of endpoint `endpoint`: "CLIENT", "CLIENT:PORT" or `{ create: NAME }`; nil (reported) otherwise.
-    mutating func readALSAEndpoint(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
+    mutating func read(_ node: Node, key: Node, endpoint: String) -> EndpointKind? {
         let forms = "a client name or glob such as \"USB Keyboard*\", \"CLIENT:PORT\" such as \"TR-8:0\", "
             + "or { create: NAME } for a port jambridge creates"
         if let mapping = node.mapping {
@@ -125,14 +139,14 @@ extension RouteFileDocument {
             return nil
         }
         guard !portPart.isEmpty else {
-            fail(node, "no port after ':' in '\(text)'; write a port number 0-\(Self.maximumALSAPortNumber) or a "
+            fail(node, "no port after ':' in '\(text)'; write a port number 0-\(Self.maximumPortNumber) or a "
                  + "port name glob, such as \"TR-8:0\", or leave ':' out for every port of the client")
             return nil
         }
         guard let client = checkedALSAClientGlob(clientPart, at: node) else { return nil }
         if portPart.allSatisfy(\.isASCIIDigit) {
-            guard let number = Int(portPart), number <= Self.maximumALSAPortNumber else {
-                fail(node, "port \(portPart) is out of range; ALSA port numbers are 0-\(Self.maximumALSAPortNumber) "
+            guard let number = Int(portPart), number <= Self.maximumPortNumber else {
+                fail(node, "port \(portPart) is out of range; ALSA port numbers are 0-\(Self.maximumPortNumber) "
                      + "(see 'aconnect -l'), or write a port name glob")
                 return nil
             }
@@ -164,11 +178,11 @@ extension RouteFileDocument {
             case "create":
                 sawCreate = true
                 name = readBoundedName(
-                    value, key: keyNode, maximumBytes: Self.maximumALSANameBytes, what: "the port name",
+                    value, key: keyNode, maximumBytes: ALSADeclaration.maximumNameBytes, what: "the port name",
                     limits: "ALSA names", notText: "'create' is the name of the port jambridge creates, such as \"jam out\"",
                     ifEmpty: "write the name other programs see, such as { create: \"jam out\" }")
                 if let name {
-                    createdALSAPorts.append((name: name, endpoint: endpoint, location: location(value)))
+                    createdPorts.append((name: name, endpoint: endpoint, location: location(value)))
                 } else {
                     valid = false
                 }

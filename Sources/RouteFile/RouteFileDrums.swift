@@ -58,9 +58,21 @@ public struct DrumsDeclaration: Equatable, Sendable {
     }
 }
 
-extension RouteFileDocument {
+/// The reader of the top-level `drums:` block: the style (a style file read whole), the kit (checked on disk when
+/// files are) and how the drums play.
+struct DrumsReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+    /// The route file's directory, which relative style and kit paths start from.
+    let directory: String
+    /// True if the kit named is checked on disk.
+    let checksFiles: Bool
+    /// True for `jambridge check`: what loading the kit will warn of is a note.
+    let checkingOnly: Bool
+
     /// Reads the `drums:` block written at `key` (empty: the defaults, rock on the built-in kit).
-    mutating func readDrumsBlock(_ node: Node, key: Node) -> DrumsDeclaration? {
+    mutating func read(_ node: Node, key: Node) -> DrumsDeclaration? {
         var declaration = DrumsDeclaration(style: BuiltinStyles.style("rock")!, location: location(key))
         if Self.isEmpty(node) { return declaration }
         var kitValue: Node?

@@ -30,10 +30,15 @@ public struct HTTPDeclaration: Equatable, Sendable {
     }
 }
 
-extension RouteFileDocument {
+/// The reader of the top-level `http:` block: the status page.
+struct StatusPageReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+
     /// Reads the top-level `http:` block: `{ listen: "127.0.0.1:8080", control: false, hosts: [rack.local] }`, any
     /// key left out for its default.
-    mutating func readHTTPBlock(_ node: Node, key: Node) -> HTTPDeclaration {
+    mutating func read(_ node: Node, key: Node) -> HTTPDeclaration {
         var declaration = HTTPDeclaration(location: location(key))
         if Self.isEmpty(node) { return declaration }
         guard let mapping = node.mapping else {

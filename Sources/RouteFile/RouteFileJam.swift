@@ -48,11 +48,15 @@ struct JamBlocks {
     var activity: Activity?
 }
 
-/// The readers of the top-level `clock:` and `activity:` blocks.
-extension RouteFileDocument {
+/// The reader of the top-level `clock:` and `activity:` blocks, which declare the jam.
+struct JamReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+
     /// Reads the `clock:` block written at `key`: `first-start` (or nothing), or a mapping of `fixed:` or
     /// `priority:`, `on-master-lost:`, `tempo:` and `to:`.
-    mutating func readClockBlock(_ node: Node, key: Node) -> JamBlocks.Clock {
+    mutating func readClock(_ node: Node, key: Node) -> JamBlocks.Clock {
         var declaration = JamDeclaration(location: location(key))
         var outputs: [EndpointReference] = []
         if Self.isEmpty(node) || node.scalar?.string == "first-start" { return JamBlocks.Clock(declaration: declaration, outputs: outputs) }
@@ -189,7 +193,7 @@ extension RouteFileDocument {
     }
 
     /// Reads the `activity:` block written at `key`: `level:` and `total:` controllers and `combine:`.
-    mutating func readActivityBlock(_ node: Node, key: Node) -> ActivityConfiguration {
+    mutating func readActivity(_ node: Node, key: Node) -> ActivityConfiguration {
         var configuration = ActivityConfiguration()
         if Self.isEmpty(node) { return configuration }
         guard let mapping = node.mapping else {

@@ -200,7 +200,7 @@ struct KitDocument: YAMLDocument {
     }
 }
 
-extension RouteFileDocument {
+extension DrumsReader {
     /// Checks the kit at `path`, which the drums block names at `node`, as every loading of route files does (`check`,
     /// `run` and a reload, with or without `audio:`): through DrumKits' loader up to the sound files' headers (no sample
     /// is decoded). A kit.yaml's mistakes are reported where they are in it, the others at `node`; when only checking,

@@ -1,109 +1,40 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import MIDI
-import OSC
-import Routing
 
-/// A `from:` or `to:` entry naming an endpoint, checked once every file's endpoints are known.
-struct EndpointReference {
-    /// Which side of a route the name is on.
-    enum Role { case source, sink }
-
-    /// The endpoint name as written.
-    var name: String
-    /// Where the name is written.
-    var location: SourceLocation
-    /// Whether the route reads from it or writes to it.
-    var role: Role
-
-    /// What is wrong with this reference given the declared endpoints, or nil if it is fine.
-    func problem(endpoints: [EndpointDeclaration], index: [String: Int], declaredNames: [String]) -> String? {
-        guard let position = index[name] else {
-            let candidates = declaredNames + [RouteFileVocabulary.sessionEndpointName]
-            let hint = RouteFileVocabulary.closest(to: name, in: candidates).map { "did you mean '\($0)'? " } ?? ""
-            guard !declaredNames.isEmpty else {
-                return "unknown endpoint '\(name)'; \(hint)no endpoints are declared (add them under 'endpoints:')"
-            }
-            return "unknown endpoint '\(name)'; \(hint)declared endpoints: \(declaredNames.joined(separator: ", "))"
-        }
-        let endpoint = endpoints[position]
-        switch role {
-        case .source where !endpoint.canSend:
-            return "'\(name)' is a recorder and cannot send; use it in 'to:', not 'from:'"
-        case .sink where !endpoint.canReceive:
-            return endpoint.kind == .drums ? "'\(name)' is the drum sequencer's notes and cannot receive; use it in 'from:', not 'to:'"
-                : "'\(name)' is a MIDI file player and cannot receive; use it in 'from:', not 'to:'"
-        default:
-            return nil
-        }
-    }
-}
-
-/// A route as read from one file, before its endpoint names are checked against all files.
-struct PendingRoute {
-    /// The `from:` names.
-    var from: [EndpointReference]
-    /// The `to:` names.
-    var to: [EndpointReference]
-    /// The stages in their fixed order.
-    var stages: [any RouteStage]
-    /// The route's `osc:` block, if it has one.
-    var osc: OSCRouteMapping?
-    /// `echo: true`: what a player sends may come back to it.
-    var echo: Bool
-    /// `control: true`: the jam's activity level and total pass.
-    var control: Bool
-    /// Where the route's mapping starts.
-    var location: SourceLocation
-    /// False if anything in the route was reported as a mistake.
-    var isValid: Bool
-}
-
-/// One route file read and checked on its own: its endpoints, routes and mistakes.
+/// One route file read and checked on its own: each top-level key is read by its section's reader, which reports its
+/// mistakes and notes here in the order found, and what the sections declare is kept for `RouteConfiguration` to merge
+/// and check across sections and files.
 struct RouteFileDocument: YAMLDocument {
     /// The file's path as given.
     let file: String
     /// Every mistake found in this file, in the order found.
     var errors: [RouteFileError] = []
-    /// The endpoints declared in this file, in order.
-    private(set) var endpoints: [EndpointDeclaration] = []
-    /// The routes declared in this file, in order.
-    private(set) var routes: [PendingRoute] = []
-    /// The names of this file's endpoints whose declaration holds a mistake (reported), so left out.
-    private(set) var rejectedEndpointNames: [String] = []
-    /// The songs `file:` endpoints play, read and timed when checked, by path.
-    private(set) var songs: [String: TimedSong] = [:]
-    /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
-    var session: SessionDeclaration?
-    /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
-    var alsa: ALSADeclaration?
-    /// The file's `clock:` and `activity:` blocks.
-    var jam = JamBlocks()
-    /// The file's `drums:` block, if it has one.
-    var drums: DrumsDeclaration?
-    /// The file's `http:` block, if it has one.
-    var http: HTTPDeclaration?
-    /// The ports this file's `alsa: { create: NAME }` endpoints create, with where each name is written.
-    var createdALSAPorts: [(name: String, endpoint: String, location: SourceLocation)] = []
-    /// Where this file's `osc:` endpoints listen.
-    var oscListeners: [OSCListener] = []
+    /// What is worth saying about this file that is not a mistake.
+    var notes: [RouteFileNote] = []
     /// The directory relative paths in the file are resolved against.
     let directory: String
     /// True if the songs (`file:`), recordings (`record:`) and the drums' kit named are checked on disk.
     let checksFiles: Bool
     /// True for `jambridge check`: what only the user who runs the file needs (a folder to record into) is a note.
     let checkingOnly: Bool
-    /// What is worth saying about this file that is not a mistake.
-    var notes: [RouteFileNote] = []
+    /// The reader of the `endpoints:` mapping, which keeps what it declares.
+    private(set) var endpoints: EndpointsReader
+    /// The routes declared in this file, in order.
+    private(set) var routes: [PendingRoute] = []
+    /// The file's `session:` block, if it has one (kept even if it holds mistakes, to find a second one).
+    private(set) var session: SessionDeclaration?
+    /// The file's top-level `alsa:` block, if it has one (kept even if it holds mistakes, to find a second one).
+    private(set) var alsa: ALSADeclaration?
+    /// The file's `clock:` and `activity:` blocks.
+    private(set) var jam = JamBlocks()
+    /// The file's `drums:` block, if it has one.
+    private(set) var drums: DrumsDeclaration?
+    /// The file's `http:` block, if it has one.
+    private(set) var http: HTTPDeclaration?
 
     /// Reads and checks the route file at `file`, the songs it plays, the places it records to and the kit its drums
     /// play; a route file that cannot be read is one error at 1:1. `checkingOnly`: see `RouteConfiguration.load`.
     init(readingFile file: String, checkingOnly: Bool = false) {
-        self.file = file
-        directory = FilePaths.folder(of: file)
-        checksFiles = true
-        self.checkingOnly = checkingOnly
+        self.init(file: file, checksFiles: true, checkingOnly: checkingOnly)
         do {
             parse(try RegularFile.text(atPath: file, what: "route file"))
         } catch {
@@ -113,14 +44,18 @@ struct RouteFileDocument: YAMLDocument {
 
     /// Checks `yaml` as the route file called `file`, without reading the files it names.
     init(yaml: String, file: String) {
-        self.file = file
-        directory = FilePaths.folder(of: file)
-        checksFiles = false
-        checkingOnly = false
+        self.init(file: file, checksFiles: false, checkingOnly: false)
         parse(yaml)
     }
 
-    // MARK: - The document
+    /// The route file `file`, nothing read yet.
+    private init(file: String, checksFiles: Bool, checkingOnly: Bool) {
+        self.file = file
+        directory = FilePaths.folder(of: file)
+        self.checksFiles = checksFiles
+        self.checkingOnly = checkingOnly
+        endpoints = EndpointsReader(file: file, directory: directory, checksFiles: checksFiles, checkingOnly: checkingOnly)
+    }
 
     /// Parses the YAML, then walks the top-level mapping.
     private mutating func parse(_ yaml: String) {
@@ -138,21 +73,38 @@ struct RouteFileDocument: YAMLDocument {
             guard let key = scalarKey(keyNode) else { continue }
             switch key {
             case "endpoints":
-                readEndpoints(value)
+                endpoints.read(value)
+                endpoints.report(into: &errors, &notes)
             case "routes":
-                readRoutes(value)
+                var reader = RoutesReader(file: file)
+                routes = reader.read(value)
+                reader.report(into: &errors, &notes)
             case "session":
-                session = readSession(value, key: keyNode)
+                var reader = SessionReader(file: file)
+                session = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "alsa":
-                alsa = readALSABlock(value, key: keyNode)
+                var reader = ALSAClientReader(file: file)
+                alsa = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "clock":
-                jam.clock = readClockBlock(value, key: keyNode)
+                var reader = JamReader(file: file)
+                jam.clock = reader.readClock(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "activity":
-                jam.activity = JamBlocks.Activity(configuration: readActivityBlock(value, key: keyNode), location: location(keyNode))
+                var reader = JamReader(file: file)
+                jam.activity = JamBlocks.Activity(configuration: reader.readActivity(value, key: keyNode),
+                                                  location: location(keyNode))
+                reader.report(into: &errors, &notes)
             case "drums":
-                drums = readDrumsBlock(value, key: keyNode)
+                var reader = DrumsReader(file: file, directory: directory, checksFiles: checksFiles,
+                                         checkingOnly: checkingOnly)
+                drums = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             case "http":
-                http = readHTTPBlock(value, key: keyNode)
+                var reader = StatusPageReader(file: file)
+                http = reader.read(value, key: keyNode)
+                reader.report(into: &errors, &notes)
             default:
                 let hint = RouteFileVocabulary.closest(to: key, in: RouteFileVocabulary.topLevelKeys)
                     .map { "did you mean '\($0)'? " } ?? ""
@@ -161,299 +113,4 @@ struct RouteFileDocument: YAMLDocument {
             }
         }
     }
-
-    // MARK: - Endpoints
-
-    /// Reads the `endpoints:` mapping.
-    private mutating func readEndpoints(_ node: Node) {
-        if Self.isEmpty(node) { return }
-        guard let mapping = node.mapping else {
-            fail(node, "'endpoints' is a mapping of names to endpoints, such as 'song: { file: demo.mid }', "
-                 + "not \(Self.describe(node))")
-            return
-        }
-        for (nameNode, value) in mapping {
-            guard let name = scalarKey(nameNode) else { continue }
-            guard !name.isEmpty else {
-                fail(nameNode, "an endpoint needs a name")
-                continue
-            }
-            if name == RouteFileVocabulary.sessionEndpointName {
-                fail(nameNode, "'session' is the reserved name of the network session endpoint; choose another name")
-                continue
-            }
-            if let kind = readEndpointKind(name: name, nameNode: nameNode, value) {
-                endpoints.append(EndpointDeclaration(name: name, kind: kind, location: location(nameNode)))
-            } else {
-                rejectedEndpointNames.append(name)
-            }
-        }
-    }
-
-    /// Reads one endpoint's mapping, or reports why it is not an endpoint.
-    private mutating func readEndpointKind(name: String, nameNode: Node, _ node: Node) -> EndpointKind? {
-        let usage = "'file: PATH' (play a MIDI file) or 'record: PATH' (record to a MIDI file)"
-        guard let mapping = node.mapping else {
-            fail(Self.isEmpty(node) ? nameNode : node, "endpoint '\(name)' needs a mapping with \(usage)")
-            return nil
-        }
-        var filePath: String??
-        var recordPath: String??
-        var peerGlob: String??
-        // What an `alsa:` or `osc:` value makes, nil inside if it had a mistake.
-        var adapterKind: EndpointKind??
-        var kindKey: String?
-        var loop: Bool? = false
-        var loopKey: Node?
-        var valid = true
-        for (keyNode, value) in mapping {
-            guard let key = scalarKey(keyNode) else { valid = false; continue }
-            switch key {
-            case "file", "record", "peer", "alsa", "osc":
-                switch key {
-                case "file":
-                    filePath = readPath(value, key: keyNode)
-                    if checksFiles, let path = filePath ?? nil { checkSong(at: path, value) }
-                case "record":
-                    recordPath = readPath(value, key: keyNode)
-                    if checksFiles, let path = recordPath ?? nil { checkRecording(at: path, value) }
-                case "peer": peerGlob = readPeerGlob(value, key: keyNode)
-                case "osc": adapterKind = readOSCEndpoint(value, key: keyNode, endpoint: name)
-                default: adapterKind = readALSAEndpoint(value, key: keyNode, endpoint: name)
-                }
-                if let earlier = kindKey {
-                    if [earlier, key].contains("osc") {
-                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
-                             + "ports), 'osc' (OSC controllers), 'peer' (a session peer), 'file' (play a MIDI file) "
-                             + "or 'record' (record to a MIDI file)")
-                    } else if [earlier, key].contains("alsa") {
-                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'alsa' (ALSA "
-                             + "ports), 'peer' (a session peer), 'file' (play a MIDI file) or 'record' (record to "
-                             + "a MIDI file)")
-                    } else if [earlier, key].contains("peer") {
-                        fail(keyNode, "'\(earlier)' and '\(key)' together: an endpoint is one of 'peer' "
-                             + "(a session peer), 'file' (play a MIDI file) or 'record' (record to a MIDI file)")
-                    } else {
-                        fail(keyNode, "an endpoint is either 'file' (a source) or 'record' (a sink), not both")
-                    }
-                    valid = false
-                } else {
-                    kindKey = key
-                }
-            case "loop":
-                loopKey = keyNode
-                loop = readBool(value, key: "loop")
-            default:
-                failUnknownKey(keyNode, key, known: RouteFileVocabulary.endpointKeys, in: "an endpoint")
-                valid = false
-            }
-        }
-        if let loopKey, filePath == nil {
-            if kindKey == nil {
-                fail(nameNode, "endpoint '\(name)' has 'loop' but no 'file:', the MIDI file to play; write it, such as "
-                     + "'\(name): { file: song.mid, loop: true }'")
-            } else {
-                fail(loopKey, "'loop' applies to 'file' endpoints only")
-            }
-            valid = false
-        }
-        guard valid, let loop else { return nil }
-        switch (filePath, recordPath, peerGlob, adapterKind) {
-        case (.some(.some(let path)), nil, nil, nil):
-            return .midiFile(path: path, loop: loop)
-        case (nil, .some(.some(let path)), nil, nil):
-            return .recorder(path: path)
-        case (nil, nil, .some(.some(let glob)), nil):
-            return .peer(glob: glob)
-        case (nil, nil, nil, .some(.some(let kind))):
-            return kind
-        case (nil, nil, nil, nil):
-            fail(nameNode, "endpoint '\(name)' needs \(usage)")
-            return nil
-        default:
-            return nil
-        }
-    }
-
-    /// A path relative to the route file's directory, made absolute; nil (reported) if empty.
-    private mutating func readPath(_ node: Node, key: Node) -> String? {
-        guard let text = node.scalar?.string, !text.isEmpty else {
-            fail(Self.isEmpty(node) ? key : node, "empty path; write the MIDI file's path, relative to this route file")
-            return nil
-        }
-        return FilePaths.absolute(text, in: directory)
-    }
-
-    /// Reads and times the song at `path` for `songs`, or reports at `node` why it cannot be played.
-    private mutating func checkSong(at path: String, _ node: Node) {
-        guard songs[path] == nil else { return }
-        do {
-            songs[path] = TimedSong(try RegularFile.song(atPath: path))
-        } catch {
-            fail(node, "cannot play the song '\(path)': \(error)")
-        }
-    }
-
-    /// Reports at `node` why a recording cannot be made at `path`: it names something other than a file,
-    /// or its directory is missing or not writable. (A file already there is kept: the recorder numbers its take.)
-    /// When only checking, a directory this user may not write in (an installed example) is a note: whoever runs the
-    /// file needs to.
-    private mutating func checkRecording(at path: String, _ node: Node) {
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
-            fail(node, "cannot record to '\(path)': it is \(RegularFileError.kind(of: status.st_mode)); "
-                 + "write the path of a MIDI file to create, such as 'take.mid'")
-            return
-        }
-        let directory = FilePaths.folder(of: path)
-        guard stat(directory, &status) == 0 else {
-            fail(node, "cannot record to '\(path)': '\(directory)': \(String(cString: strerror(errno)))")
-            return
-        }
-        guard status.st_mode & S_IFMT == S_IFDIR else {
-            fail(node, "cannot record to '\(path)': '\(directory)' is not a directory")
-            return
-        }
-        if access(directory, W_OK | X_OK) != 0 {
-            let reason = errno
-            if checkingOnly, reason == EACCES || reason == EROFS {
-                notes.append(RouteFileNote(location: location(node), message:
-                    "this user cannot create files in '\(directory)' (\(String(cString: strerror(reason)))), where 'jambridge run' "
-                    + "records '\(path)': run it as a user who can, or copy the route file (with the songs it plays) to a folder "
-                    + "you can write in"))
-            } else {
-                fail(node, "cannot record to '\(path)': cannot create files in '\(directory)': \(String(cString: strerror(reason)))")
-            }
-        }
-    }
-
-    // MARK: - Routes
-
-    /// Reads the `routes:` list.
-    private mutating func readRoutes(_ node: Node) {
-        if Self.isEmpty(node) { return }
-        guard let sequence = node.sequence else {
-            fail(node, "'routes' is a list of routes, each starting with '- from:', not \(Self.describe(node))")
-            return
-        }
-        routes.reserveCapacity(sequence.count)
-        for item in sequence {
-            guard let mapping = item.mapping else {
-                fail(item, "a route is a mapping with 'from:' and 'to:', not \(Self.describe(item))")
-                continue
-            }
-            readRoute(mapping, at: item)
-        }
-    }
-
-    /// Reads one route: endpoints, then each stage key in the fixed stage order.
-    private mutating func readRoute(_ mapping: Node.Mapping, at node: Node) {
-        let errorsBefore = errors.count
-        var values: [String: (key: Node, value: Node)] = [:]
-        for (keyNode, value) in mapping {
-            guard let key = scalarKey(keyNode) else { continue }
-            if RouteFileVocabulary.routeKeys.contains(key) {
-                values[key] = (keyNode, value)
-            } else {
-                failUnknownKey(keyNode, key, known: RouteFileVocabulary.routeKeys, in: "a route")
-            }
-        }
-        let from = values["from"].map { readReferences($0.value, key: $0.key, role: .source) } ?? []
-        if values["from"] == nil {
-            fail(node, "a route from nowhere: add 'from:' with an endpoint name or a list of names")
-        }
-        let to = values["to"].map { readReferences($0.value, key: $0.key, role: .sink) } ?? []
-        if values["to"] == nil {
-            fail(node, "a route to nowhere: add 'to:' with an endpoint name or a list of names")
-        }
-
-        var stages: [any RouteStage] = []
-        if let only = values["only"], let except = values["except"] {
-            let later = Self.position(of: only.key) < Self.position(of: except.key) ? except.key : only.key
-            fail(later, "'only' and 'except' together: use one of them")
-        } else if let only = values["only"], let kinds = readKinds(only.value, key: only.key, name: "only") {
-            stages.append(KindFilter(passing: kinds))
-        } else if let except = values["except"], let kinds = readKinds(except.value, key: except.key, name: "except") {
-            stages.append(KindFilter(passing: MIDIMessageKinds.all.subtracting(kinds)))
-        }
-        if let channels = values["channels"], let set = readChannels(channels.value) {
-            stages.append(ChannelFilter(channels: set))
-        }
-        if let notes = values["notes"], let range = readNoteRange(notes.value) {
-            stages.append(NoteRangeFilter(range: range))
-        }
-        if let convert = values["convert"] {
-            for (from, to) in readConversions(convert.value) {
-                stages.append(KindConversion(from: from, to: to))
-            }
-        }
-        if let renumber = values["cc"], let mapping = readControllerMapping(renumber.value) {
-            stages.append(ControllerRenumber(mapping: mapping))
-        }
-        if let ranges = values["cc-range"] {
-            for (controller, curve) in readControllerRanges(ranges.value) {
-                stages.append(ControllerRange(controller: controller, curve: curve))
-            }
-        }
-        if let transpose = values["transpose"], let semitones = readTranspose(transpose.value) {
-            stages.append(Transpose(semitones: semitones))
-        }
-        if let velocity = values["velocity"], let stage = readVelocity(velocity.value, key: velocity.key) {
-            stages.append(stage)
-        }
-        if let channel = values["channel"], let mapping = readChannelRemap(channel.value) {
-            stages.append(ChannelRemap(mapping: mapping))
-        }
-        // Not a stage: how the OSC endpoint at either end of the route translates.
-        let osc = values["osc"].flatMap { readOSCMapping($0.value, key: $0.key) }
-        let echo = values["echo"].flatMap { readBool($0.value, key: "echo") } ?? false
-        let control = values["control"].flatMap { readBool($0.value, key: "control") } ?? false
-        routes.append(PendingRoute(from: from, to: to, stages: stages, osc: osc, echo: echo, control: control,
-                                   location: location(node),
-                                   isValid: errors.count == errorsBefore))
-    }
-
-    /// The names in a `from:` or `to:` value: one name or a list of names.
-    mutating func readReferences(_ node: Node, key: Node, role: EndpointReference.Role) -> [EndpointReference] {
-        let side = role == .source ? "from" : "to"
-        let items = node.sequence.map(Array.init) ?? [node]
-        if items.isEmpty || Self.isEmpty(node) {
-            let what = role == .source ? "a route from nowhere" : "a route to nowhere"
-            fail(Self.isEmpty(node) ? key : node, "\(what): '\(side)' needs an endpoint name or a list of names")
-            return []
-        }
-        var references: [EndpointReference] = []
-        for item in items {
-            guard let name = item.scalar?.string, !name.isEmpty else {
-                fail(item, "'\(side)' lists endpoint names, not \(Self.describe(item))")
-                continue
-            }
-            references.append(EndpointReference(name: name, location: location(item), role: role))
-        }
-        return references
-    }
-
-    // MARK: - Scalars and messages
-
-    /// A name written at `node` (under `key`): text of 1 to `maximumBytes` UTF-8 bytes. The messages say
-    /// `notText` when it is not text, `what` is empty and `ifEmpty`, or `what` is too long for `limits`.
-    mutating func readBoundedName(_ node: Node, key: Node, maximumBytes: Int, what: String, limits: String,
-                                  notText: String, ifEmpty: String) -> String? {
-        guard let name = node.scalar?.string else {
-            fail(node, "\(notText), not \(Self.describe(node))")
-            return nil
-        }
-        guard !name.isEmpty, !Self.isEmpty(node) else {
-            fail(Self.isEmpty(node) ? key : node, "\(what) is empty; \(ifEmpty)")
-            return nil
-        }
-        let bytes = name.utf8.count
-        guard bytes <= maximumBytes else {
-            fail(node, "\(what) is \(bytes) bytes long; \(limits) are at most \(maximumBytes) bytes (UTF-8), so shorten it")
-            return nil
-        }
-        return name
-    }
-
-
 }

@@ -307,7 +307,7 @@ public struct RouteConfiguration: Sendable {
         var endpoints: [EndpointDeclaration] = []
         var endpointIndex: [String: Int] = [:]
         for (fileIndex, document) in documents.enumerated() {
-            for endpoint in document.endpoints {
+            for endpoint in document.endpoints.declarations {
                 if let earlier = endpointIndex[endpoint.name] {
                     let first = endpoints[earlier].location
                     errorsByFile[fileIndex].append(RouteFileError(
@@ -332,7 +332,7 @@ public struct RouteConfiguration: Sendable {
                                     block: "'drums' block", errors: &errorsByFile)
         /// Declares the endpoint a block brings (`drums`, `jam`), or reports the route files' endpoint of that name.
         func reserve(_ name: String, _ kind: EndpointKind, at location: SourceLocation, as what: String, when blocks: String) {
-            if let earlier = endpointIndex[name], let fileIndex = documents.firstIndex(where: { $0.endpoints.contains { $0.name == name } }) {
+            if let earlier = endpointIndex[name], let fileIndex = documents.firstIndex(where: { $0.endpoints.declarations.contains { $0.name == name } }) {
                 errorsByFile[fileIndex].append(RouteFileError(location: endpoints[earlier].location, message:
                     "'\(name)' is \(what) when \(blocks) is written (at \(location)); give this endpoint another name"))
             } else {
@@ -345,7 +345,7 @@ public struct RouteConfiguration: Sendable {
                     when: "a 'drums' block")
         }
         for (fileIndex, document) in documents.enumerated() {
-            for created in document.createdALSAPorts {
+            for created in document.endpoints.alsa.createdPorts {
                 if let first = createdPorts[created.name] {
                     errorsByFile[fileIndex].append(RouteFileError(
                         location: created.location,
@@ -356,12 +356,12 @@ public struct RouteConfiguration: Sendable {
                 }
             }
         }
-        for (fileIndex, error) in OSCListener.conflicts(in: documents.map(\.oscListeners)) {
+        for (fileIndex, error) in OSCListener.conflicts(in: documents.map(\.endpoints.osc.listeners)) {
             errorsByFile[fileIndex].append(error)
         }
         let declaredNames = endpoints.map(\.name)
         // A route naming an endpoint whose declaration was reported is left out without a second message.
-        let rejectedNames = Set(documents.flatMap(\.rejectedEndpointNames))
+        let rejectedNames = Set(documents.flatMap(\.endpoints.rejectedNames))
         var routes: [RouteDeclaration] = []
         for (fileIndex, document) in documents.enumerated() {
             for route in document.routes {
@@ -401,7 +401,7 @@ public struct RouteConfiguration: Sendable {
         }
         if let session {
             for (fileIndex, document) in documents.enumerated() {
-                for listener in document.oscListeners where listener.clashes(with: session) {
+                for listener in document.endpoints.osc.listeners where listener.clashes(with: session) {
                     errorsByFile[fileIndex].append(RouteFileError(
                         location: listener.location,
                         message: "endpoint '\(listener.endpoint)' cannot listen on \(listener.address): the session "
@@ -437,7 +437,7 @@ public struct RouteConfiguration: Sendable {
             }
         }
         guard errors.isEmpty else { throw RouteFileErrors(errors: errors) }
-        let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.songs) { first, _ in first } }
+        let songs = documents.reduce(into: [String: TimedSong]()) { $0.merge($1.endpoints.midiFiles.songs) { first, _ in first } }
         var configuration = RouteConfiguration(endpoints: endpoints, routes: routes, session: session, alsa: alsa,
                                                songs: songs, jam: jam)
         configuration.drums = drums
@@ -485,8 +485,8 @@ public struct RouteFileSummary: Sendable, Equatable {
         routes = document.routes.count
         let hasJam = document.drums != nil || document.jam.clock != nil || document.jam.activity != nil
         let namesSession = document.routes.contains { ($0.from + $0.to).contains { $0.name == RouteFileVocabulary.sessionEndpointName } }
-        let hasSession = document.session != nil || namesSession || document.endpoints.contains { if case .peer = $0.kind { true } else { false } }
-        endpoints = document.endpoints.count + (document.drums != nil ? 1 : 0) + (hasJam ? 1 : 0)
+        let hasSession = document.session != nil || namesSession || document.endpoints.declarations.contains { if case .peer = $0.kind { true } else { false } }
+        endpoints = document.endpoints.declarations.count + (document.drums != nil ? 1 : 0) + (hasJam ? 1 : 0)
             + (namesSession || hasJam && hasSession ? 1 : 0)
     }
 }

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import MIDI
 
 /// The RTP-MIDI network session a route file's `session:` block declares.
@@ -102,13 +97,17 @@ public enum SessionInvitation: Equatable, Sendable {
     case address(host: String, port: UInt16)
 }
 
-/// The readers of the `session:` block and of `peer:` endpoints.
-extension RouteFileDocument {
+/// The reader of the top-level `session:` block.
+struct SessionReader: RouteFileReader {
     /// Bonjour's limit on a service name (one DNS label), in UTF-8 bytes.
-    static let maximumSessionNameBytes = 63
+    static let maximumNameBytes = 63
+
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
 
     /// Reads the `session:` mapping written at `key`; settings with mistakes keep their defaults.
-    mutating func readSession(_ node: Node, key: Node) -> SessionDeclaration {
+    mutating func read(_ node: Node, key: Node) -> SessionDeclaration {
         var session = SessionDeclaration(location: location(key))
         if Self.isEmpty(node) { return session }
         guard let mapping = node.mapping else {
@@ -126,7 +125,7 @@ extension RouteFileDocument {
         }
         if let name = values["name"] {
             session.name = readBoundedName(
-                name.value, key: name.key, maximumBytes: Self.maximumSessionNameBytes, what: "the session name",
+                name.value, key: name.key, maximumBytes: Self.maximumNameBytes, what: "the session name",
                 limits: "Bonjour names", notText: "'name' is the session's name as text, such as 'Studio Rack'",
                 ifEmpty: "write the name peers see, such as 'Studio Rack', or leave 'name' out for 'jambridge on HOSTNAME'")
         }
@@ -391,42 +390,5 @@ extension RouteFileDocument {
             return nil
         }
         return host
-    }
-
-    /// True if `text` is a numeric IPv4 address (dotted quad) or IPv6 address.
-    static func isNumericAddress(_ text: String) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 16)
-        return text.withCString { address in
-            inet_pton(AF_INET, address, &buffer) == 1 || inet_pton(AF_INET6, address, &buffer) == 1
-        }
-    }
-
-    /// True if `text` is a DNS host name: dot-separated labels of letters, digits and inner hyphens.
-    static func isHostName(_ text: String) -> Bool {
-        let name = text.hasSuffix(".") ? String(text.dropLast()) : text
-        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
-        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
-            !label.isEmpty && label.utf8.count <= 63 && label.first != "-" && label.last != "-"
-                && label.unicodeScalars.allSatisfy(Self.isLabelScalar)
-        }
-    }
-
-    /// True for the ASCII letters, digits, '-' and '_' a host name label may hold.
-    private static func isLabelScalar(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar {
-        case "a"..."z", "A"..."Z", "0"..."9", "-", "_": true
-        default: false
-        }
-    }
-
-    /// The `peer:` value of an endpoint: a non-empty name glob; nil (reported) otherwise.
-    mutating func readPeerGlob(_ node: Node, key: Node) -> String? {
-        guard let glob = node.scalar?.string, !Self.isEmpty(node), !glob.isEmpty else {
-            let form = "the peer's session name or a glob such as \"Mike’s *\""
-            fail(Self.isEmpty(node) ? key : node,
-                 node.scalar != nil ? "'peer' is empty; write \(form)" : "'peer' is \(form), not \(Self.describe(node))")
-            return nil
-        }
-        return glob
     }
 }

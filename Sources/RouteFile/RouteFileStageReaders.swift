@@ -1,10 +1,56 @@
 import MIDI
 import Routing
 
-/// The readers of a route's stage keys: each checks its value and returns what the stage needs.
-extension RouteFileDocument {
+/// The reader of a route's stage keys (`only:` ... `channel:`): each checks its value and makes its stage.
+struct RouteStageReader: RouteFileReader {
+    let file: String
+    var errors: [RouteFileError] = []
+    var notes: [RouteFileNote] = []
+
+    /// The stages the route's stage keys among `values` (by key) make, in the fixed stage order.
+    mutating func read(_ values: [String: (key: Node, value: Node)]) -> [any RouteStage] {
+        var stages: [any RouteStage] = []
+        if let only = values["only"], let except = values["except"] {
+            let later = Self.position(of: only.key) < Self.position(of: except.key) ? except.key : only.key
+            fail(later, "'only' and 'except' together: use one of them")
+        } else if let only = values["only"], let kinds = readKinds(only.value, key: only.key, name: "only") {
+            stages.append(KindFilter(passing: kinds))
+        } else if let except = values["except"], let kinds = readKinds(except.value, key: except.key, name: "except") {
+            stages.append(KindFilter(passing: MIDIMessageKinds.all.subtracting(kinds)))
+        }
+        if let channels = values["channels"], let set = readChannels(channels.value) {
+            stages.append(ChannelFilter(channels: set))
+        }
+        if let notes = values["notes"], let range = readNoteRange(notes.value) {
+            stages.append(NoteRangeFilter(range: range))
+        }
+        if let convert = values["convert"] {
+            for (from, to) in readConversions(convert.value) {
+                stages.append(KindConversion(from: from, to: to))
+            }
+        }
+        if let renumber = values["cc"], let mapping = readControllerMapping(renumber.value) {
+            stages.append(ControllerRenumber(mapping: mapping))
+        }
+        if let ranges = values["cc-range"] {
+            for (controller, curve) in readControllerRanges(ranges.value) {
+                stages.append(ControllerRange(controller: controller, curve: curve))
+            }
+        }
+        if let transpose = values["transpose"], let semitones = readTranspose(transpose.value) {
+            stages.append(Transpose(semitones: semitones))
+        }
+        if let velocity = values["velocity"], let stage = readVelocity(velocity.value, key: velocity.key) {
+            stages.append(stage)
+        }
+        if let channel = values["channel"], let mapping = readChannelRemap(channel.value) {
+            stages.append(ChannelRemap(mapping: mapping))
+        }
+        return stages
+    }
+
     /// The kinds named by an `only:` or `except:` value: one name or a list.
-    mutating func readKinds(_ node: Node, key: Node, name: String) -> MIDIMessageKinds? {
+    private mutating func readKinds(_ node: Node, key: Node, name: String) -> MIDIMessageKinds? {
         let items = node.sequence.map(Array.init) ?? [node]
         if items.isEmpty || Self.isEmpty(node) {
             fail(Self.isEmpty(node) ? key : node, "'\(name)' needs at least one message kind: "
@@ -30,7 +76,7 @@ extension RouteFileDocument {
     }
 
     /// The input channels of `channels:` (written 1-16), as wire channels.
-    mutating func readChannels(_ node: Node) -> Set<UInt4>? {
+    private mutating func readChannels(_ node: Node) -> Set<UInt4>? {
         let items = node.sequence.map(Array.init) ?? [node]
         if items.isEmpty || Self.isEmpty(node) {
             fail(node, "'channels' needs at least one channel, 1-16")
@@ -44,18 +90,8 @@ extension RouteFileDocument {
         return valid ? channels : nil
     }
 
-    /// One channel written 1-16, as a wire channel 0-15.
-    mutating func readChannel(_ node: Node) -> UInt4? {
-        guard let number = readInteger(node, what: "a channel", range: "1-16") else { return nil }
-        guard (1...16).contains(number), let channel = UInt4(number - 1) else {
-            fail(node, "channel \(number) does not exist; channels are 1-16")
-            return nil
-        }
-        return channel
-    }
-
     /// The range of a `notes:` value: `LOW..HIGH` or one note, as numbers or names.
-    mutating func readNoteRange(_ node: Node) -> ClosedRange<UInt7>? {
+    private mutating func readNoteRange(_ node: Node) -> ClosedRange<UInt7>? {
         guard let text = node.scalar?.string, !text.isEmpty else {
             fail(node, "'notes' needs a note range such as C2..B3 or 36..59")
             return nil
@@ -77,14 +113,8 @@ extension RouteFileDocument {
         return low...high
     }
 
-    /// A note written as a number 0-127 or a name (C4 = 60).
-    static func note(_ text: String) -> UInt7? {
-        if let number = Int(text) { return UInt7(number) }
-        return NoteName.parse(text)
-    }
-
     /// The conversions of a `convert:` value: one `{ from: KIND, to: KIND }` or a list of them.
-    mutating func readConversions(_ node: Node) -> [(ConvertibleKind, ConvertibleKind)] {
+    private mutating func readConversions(_ node: Node) -> [(ConvertibleKind, ConvertibleKind)] {
         let items = node.sequence.map(Array.init) ?? [node]
         var conversions: [(ConvertibleKind, ConvertibleKind)] = []
         for item in items {
@@ -118,7 +148,7 @@ extension RouteFileDocument {
     }
 
     /// One kind a conversion reads or writes: pressure, pitchbend, program or `{ cc: N }`.
-    mutating func readConvertibleKind(_ node: Node) -> (kind: ConvertibleKind, name: String)? {
+    private mutating func readConvertibleKind(_ node: Node) -> (kind: ConvertibleKind, name: String)? {
         let usage = "write pressure, pitchbend, program or { cc: N }"
         if let mapping = node.mapping {
             guard mapping.count == 1, let (keyNode, value) = mapping.first, keyNode.scalar?.string == "cc" else {
@@ -141,18 +171,8 @@ extension RouteFileDocument {
         }
     }
 
-    /// A controller number 0-127.
-    mutating func readController(_ node: Node) -> UInt7? {
-        guard let number = readInteger(node, what: "a controller number", range: "0-127") else { return nil }
-        guard let controller = UInt7(number) else {
-            fail(node, "controller \(number) does not exist; controllers are 0-127")
-            return nil
-        }
-        return controller
-    }
-
     /// The `cc:` renumbering mapping, controller to controller.
-    mutating func readControllerMapping(_ node: Node) -> [UInt7: UInt7]? {
+    private mutating func readControllerMapping(_ node: Node) -> [UInt7: UInt7]? {
         guard let mapping = node.mapping, !mapping.isEmpty else {
             fail(node, "'cc' renumbers controllers with a mapping such as { 1: 74 }")
             return nil
@@ -167,7 +187,7 @@ extension RouteFileDocument {
     }
 
     /// The `cc-range:` mapping: a value curve per controller.
-    mutating func readControllerRanges(_ node: Node) -> [(UInt7, ValueCurve)] {
+    private mutating func readControllerRanges(_ node: Node) -> [(UInt7, ValueCurve)] {
         guard let mapping = node.mapping, !mapping.isEmpty else {
             fail(node, "'cc-range' needs a mapping such as { 74: { from: [0, 127], to: [127, 0] } }")
             return []
@@ -189,7 +209,7 @@ extension RouteFileDocument {
     }
 
     /// A value curve from `from`, `to` and `curve` keys (all optional); other keys are reported.
-    mutating func readCurve(_ mapping: Node.Mapping, at node: Node, known: [String],
+    private mutating func readCurve(_ mapping: Node.Mapping, at node: Node, known: [String],
                                     in context: String) -> ValueCurve? {
         var input = 0...127
         var output = (low: 0, high: 127)
@@ -222,7 +242,7 @@ extension RouteFileDocument {
     }
 
     /// A `[low, high]` pair of values 0-127.
-    mutating func readValuePair(_ node: Node, key: String) -> (Int, Int)? {
+    private mutating func readValuePair(_ node: Node, key: String) -> (Int, Int)? {
         guard let sequence = node.sequence, sequence.count == 2 else {
             fail(node, "'\(key)' needs two values [low, high], each 0-127")
             return nil
@@ -239,18 +259,8 @@ extension RouteFileDocument {
         return (low, high)
     }
 
-    /// A curve exponent: a finite number above 0 (1 is straight).
-    mutating func readCurveExponent(_ node: Node) -> Double? {
-        guard let number = node.scalar.flatMap({ Double($0.string) }), number.isFinite, number > 0 else {
-            fail(node, "'curve' is a number above 0 (1 is straight, 2 bends slowly up, 0.5 quickly up), "
-                 + "not '\(node.scalar?.string ?? Self.describe(node))'")
-            return nil
-        }
-        return number
-    }
-
     /// The `transpose:` value in semitones, -127 to 127.
-    mutating func readTranspose(_ node: Node) -> Int? {
+    private mutating func readTranspose(_ node: Node) -> Int? {
         guard let semitones = readInteger(node, what: "'transpose'", range: "-127 to 127 semitones") else { return nil }
         guard (-127...127).contains(semitones) else {
             fail(node, "transpose \(semitones) is out of range; write -127 to 127 semitones")
@@ -260,7 +270,7 @@ extension RouteFileDocument {
     }
 
     /// The `velocity:` stage: `{ scale: X }`, `{ fixed: N }` or `{ curve: E, from: [..], to: [..] }`.
-    mutating func readVelocity(_ node: Node, key: Node) -> VelocityMap? {
+    private mutating func readVelocity(_ node: Node, key: Node) -> VelocityMap? {
         let usage = "{ scale: 0.8 }, { fixed: 100 } or { curve: 1.5, from: [0, 127], to: [20, 127] }"
         guard let mapping = node.mapping, !mapping.isEmpty else {
             fail(Self.isEmpty(node) ? key : node, "'velocity' needs one of \(usage)")
@@ -296,7 +306,7 @@ extension RouteFileDocument {
     }
 
     /// Reports keys of `mapping` not in `allowed`, against the velocity vocabulary.
-    mutating func reportUnknownKeys(_ mapping: Node.Mapping, except allowed: [String]) {
+    private mutating func reportUnknownKeys(_ mapping: Node.Mapping, except allowed: [String]) {
         for keyNode in mapping.keys {
             guard let key = keyNode.scalar?.string, !allowed.contains(key),
                   !RouteFileVocabulary.velocityKeys.contains(key) else { continue }
@@ -305,7 +315,7 @@ extension RouteFileDocument {
     }
 
     /// The `channel:` remap: one channel (everything goes there) or a mapping of channels, written 1-16.
-    mutating func readChannelRemap(_ node: Node) -> [UInt4: UInt4]? {
+    private mutating func readChannelRemap(_ node: Node) -> [UInt4: UInt4]? {
         if let mapping = node.mapping {
             guard !mapping.isEmpty else {
                 fail(node, "'channel' needs a channel (1-16) or a mapping such as { 1: 3 }")
