@@ -11,7 +11,7 @@ import Testing
 /// was delivered for, in its bench (`Bench.heard(by:)`).
 final class TimedTape: Part {
     private let name: String
-    private let sink: TimedSink
+    private let sink: TapeSink
 
     static func blocks(in configuration: RouteConfiguration) -> [(key: String, block: Declared<EndpointKind>)] {
         configuration.endpoints { if case .recorder = $0 { $0 } else { nil } }
@@ -19,7 +19,7 @@ final class TimedTape: Part {
 
     init(_ block: Declared<EndpointKind>, in configuration: RouteConfiguration, context: PartContext) throws(PartFailure) {
         name = block.declaration.name
-        sink = TimedSink(name: name, bench: Bench.of(context))
+        sink = TapeSink(name: name, bench: Bench.of(context))
     }
 
     var endpoints: [String: RunningEndpoint] { [name: RunningEndpoint(sink: sink)] }
@@ -29,7 +29,7 @@ final class TimedTape: Part {
     func report(into status: inout DaemonStatus) {}
 }
 
-final class TimedSink: SinkEndpoint, @unchecked Sendable {
+final class TapeSink: SinkEndpoint, @unchecked Sendable {
     let name: String
     let bench: Bench
 
