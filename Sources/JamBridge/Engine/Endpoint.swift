@@ -5,8 +5,6 @@ import MIDI
 
 /// Where events enter the engine: the engine hands this to sources when it starts them.
 public protocol EventSink: AnyObject, Sendable {
-    /// Routes `event` (called from any thread).
-    func submit(_ event: MIDIEvent)
     /// The serial queue routing runs on: adapters that read their sockets on it route
     /// with `routeOnQueue`, without a hop.
     var queue: DispatchQueue { get }

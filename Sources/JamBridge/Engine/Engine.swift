@@ -5,7 +5,7 @@ import MIDI
 import Routing
 
 /// The one place routing happens: owns the router and the sinks on a single serial queue;
-/// sources submit events into it from their own threads, and post what is due later to its timed output.
+/// sources route events on it from their own threads (`sync`), and post what is due later to its timed output.
 public final class Engine: EventSink, @unchecked Sendable {
     public let queue = DispatchQueue(label: "jambridge.engine", qos: .userInteractive)
     /// "This message at that time", for every part (`TimedOutput`); on the queue.
@@ -33,10 +33,6 @@ public final class Engine: EventSink, @unchecked Sendable {
         self.monitor = monitor
         cameFrom = Array(repeating: 0, count: names.count)
         handedTo = cameFrom
-    }
-
-    public func submit(_ event: MIDIEvent) {
-        queue.async { [self] in routeOnQueue(event) }
     }
 
     public func routeOnQueue(_ event: MIDIEvent) {
