@@ -54,7 +54,8 @@ let package = Package(
         // UDP sockets, network addresses and the poll(2) reader thread RTPMIDI and OSC share.
         .target(name: "Transport"),
         // Linux calls Glibc's module leaves out (timerfd(2): the session's timer, read by the thread that reads its
-        // ports) or Swift cannot make (prctl(2) is variadic). libc's, no package.
+        // ports; eventfd(2): how a real-time thread wakes the engine's queue) or Swift cannot make (prctl(2) is
+        // variadic). libc's, no package.
         .systemLibrary(name: "CLinux"),
         // AppleMIDI sessions and the RTP-MIDI payload (sans-I/O), and their UDP transport.
         .target(name: "RTPMIDI", dependencies: ["MIDI", "Transport", "CLinux"]),
@@ -78,6 +79,7 @@ let package = Package(
         // Assembly: endpoints from the config, engine loop, lifecycle, logging.
         .target(name: "JamBridge", dependencies: [
             "MIDI", "Routing", "RouteFile", "Transport", "RTPMIDI", "Bonjour", "ALSA", "OSC", "Jam", "Drums", "DrumKits", "Link", "JSON",
+            "CLinux",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

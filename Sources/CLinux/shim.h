@@ -1,5 +1,6 @@
-// Linux calls Swift cannot make through Glibc's module (libc itself, nothing to link): timerfd(2), which the module
-// does not include, and prctl(2), which is variadic.
+// Linux calls Swift cannot make through Glibc's module (libc itself, nothing to link): timerfd(2) and eventfd(2),
+// which the module does not include, and prctl(2), which is variadic.
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
 

@@ -43,16 +43,27 @@ final class ClockThread: Sendable {
         let wakeup = DispatchSemaphore(value: 0)
         let stopped = Atomic<Bool>(false)
         let ended = DispatchSemaphore(value: 0)
+        /// What raising the thread's priority gave (0, or the error number), and its signal to the starter.
+        let raised = Atomic<Int32>(0)
+        let started = DispatchSemaphore(value: 0)
     }
 
     private let shared = Shared()
 
     /// Starts the thread; it calls `fire` at once, then at each deadline `fire` returns (nil: when woken).
     init(_ role: Role = .clock, logger: Logger, fire: @escaping @Sendable (MonotonicInstant) -> MonotonicInstant?) {
-        let loop = Loop(shared: shared, role: role, logger: logger, fire: fire)
+        let loop = Loop(shared: shared, role: role, fire: fire)
         switch startThread({ loop.run() }) {
         case .success(let thread):
             pthread_detach(thread)
+            // Said here, by the starter: a real-time thread writes no log line (writing one may wait).
+            shared.started.wait()
+            let result = shared.raised.load(ordering: .acquiring)
+            if result == 0 {
+                logger.info("\(role.name) thread runs at real-time priority (SCHED_FIFO \(role.priority))")
+            } else {
+                logger.notice("\(role.name) thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); \(role.jitters) may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
+            }
         case .failure(let error):
             logger.error("\(error) \(role.withoutIt)")
             shared.ended.signal()
@@ -74,18 +85,17 @@ final class ClockThread: Sendable {
     private final class Loop: @unchecked Sendable {
         let shared: Shared
         let role: Role
-        let logger: Logger
         let fire: (MonotonicInstant) -> MonotonicInstant?
 
-        init(shared: Shared, role: Role, logger: Logger, fire: @escaping (MonotonicInstant) -> MonotonicInstant?) {
+        init(shared: Shared, role: Role, fire: @escaping (MonotonicInstant) -> MonotonicInstant?) {
             self.shared = shared
             self.role = role
-            self.logger = logger
             self.fire = fire
         }
 
         func run() {
-            raisePriority()
+            shared.raised.store(raiseToRealTimePriority(role.priority), ordering: .releasing)
+            shared.started.signal()
             var deadline = fire(MonotonicClock.now())
             while !shared.stopped.load(ordering: .acquiring) {
                 if let due = deadline {
@@ -111,19 +121,6 @@ final class ClockThread: Sendable {
             var time = timespec(tv_sec: Int(instant.nanoseconds / 1_000_000_000),
                                 tv_nsec: Int(instant.nanoseconds % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
-        }
-
-        /// Raises the thread's priority and says how it went, through another thread: writing a log line may wait.
-        private func raisePriority() {
-            let result = raiseToRealTimePriority(role.priority)
-            let (role, logger) = (role, logger)
-            DispatchQueue.global(qos: .utility).async {
-                if result == 0 {
-                    logger.info("\(role.name) thread runs at real-time priority (SCHED_FIFO \(role.priority))")
-                } else {
-                    logger.notice("\(role.name) thread runs at normal priority: real-time priority refused (\(String(cString: strerror(result)))); \(role.jitters) may jitter more under load (allow it with LimitRTPRIO= or an rtprio limit for the user)")
-                }
-            }
         }
     }
 }

@@ -23,8 +23,8 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
     private var engine: (any EventSink)?
     private var song: PublishedSong?
     private var timer: ClockThread?
-    /// Wakes the engine's queue when the thread left notes in the player's outbox.
-    private var outboxSignal: OutboxSignal?
+    /// Wakes the engine's queue when the thread left notes in the player's outbox, or the audio a log line.
+    private var doorbell: Doorbell?
     /// The jam's transport, routed to the drums (ahead of its time): the song changes there, so the thread is woken
     /// to play the song from there.
     private let transport = DrumsTransport()
@@ -63,17 +63,24 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
         self.engine = engine
         song = published
         guard timer == nil else { return }
-        let signal = OutboxSignal(queue: engine.queue) { [weak self] in self?.takeOutbox() }
+        let doorbell: Doorbell
+        do {
+            doorbell = try Doorbell(queue: engine.queue) { [weak self] in self?.doorbellRang() }
+        } catch {
+            logger.error("drums: \(error): they play nothing")
+            return
+        }
+        player.audioLog.ring(doorbell)
         let reading = SongReading(published)
         let player = player
         let timer = ClockThread(Self.timer, logger: logger) { now in
             let song = reading.read()
             let (next, posted) = player.fire(song, now: now)
-            if posted { signal.raise() }
+            if posted { doorbell.ring() }
             return next
         }
         engine.queue.sync {
-            outboxSignal = signal
+            self.doorbell = doorbell
             let ticket = engine.timed.ticket()
             self.ticket = ticket
             player.source.ticket = ticket
@@ -110,12 +117,18 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
         }
         timer?.stop()
         timer = nil
-        outboxSignal?.source.cancel()
-        outboxSignal = nil
+        doorbell?.cancel()
+        doorbell = nil
         player.stop()
     }
 
     // MARK: On the engine's queue
+
+    /// The thread left notes, or the audio a log line.
+    private func doorbellRang() {
+        takeOutbox()
+        player.audioLog.write(to: logger)
+    }
 
     /// Posts what the thread computed to the timed output, and withdraws what it took back, in the order the thread
     /// left them.
@@ -131,21 +144,6 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
                 notes.subtract(withdrawn, ordering: .relaxed)
             }
         }
-    }
-}
-
-/// Wakes the engine's queue from the drums' thread without waiting: a Dispatch source whose data the thread adds to.
-private final class OutboxSignal: @unchecked Sendable { // the source is made and cancelled on the engine's queue
-    let source: DispatchSourceUserDataAdd
-
-    init(queue: DispatchQueue, handler: @escaping () -> Void) {
-        source = DispatchSource.makeUserDataAddSource(queue: queue)
-        source.setEventHandler(handler: handler)
-        source.resume()
-    }
-
-    func raise() {
-        source.add(data: 1)
     }
 }
 

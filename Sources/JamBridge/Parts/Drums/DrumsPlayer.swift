@@ -1,5 +1,4 @@
 import ALSA
-import Dispatch
 import DrumKits
 import Drums
 import Jam
@@ -73,6 +72,8 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
     /// The audio (`audio:`): the stream the hits are handed to ahead of time, and the device playing it.
     private let stream: DrumStream?
     private let playback: PCMPlayback?
+    /// What the audio thread has to say (an underrun), for the engine's queue to log.
+    let audioLog = AudioLog()
 
     /// The drums `declaration` asks for; with `audio:`, its kit loaded and its device playing (else a failure that
     /// says which kit or device and why).
@@ -99,16 +100,7 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
         let stream = DrumStream(kit: kit.kit)
         do {
             playback = try PCMPlayback(PCMPlayback.Configuration(device: audio.device, period: audio.period, periods: audio.periods),
-                                       log: { level, text in
-                                           // From the audio thread (an underrun): written by another, which may wait.
-                                           DispatchQueue.global(qos: .utility).async {
-                                               switch level {
-                                               case .notice: logger.notice("\(text)")
-                                               case .warning: logger.warning("\(text)")
-                                               case .error: logger.error("\(text)")
-                                               }
-                                           }
-                                       }, render: { buffer, firstFrame in stream.render(into: buffer, firstFrame: firstFrame) })
+                                       log: { [audioLog] level, text in audioLog.keep(level, text) }, render: { buffer, firstFrame in stream.render(into: buffer, firstFrame: firstFrame) })
         } catch {
             throw PartFailure(problem: "\(declaration.location): drums: \(error)", consequence: consequence)
         }
@@ -263,3 +255,39 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
                                   muted: sequencer.muted.sorted().map(\.rawValue), notes: notes, audio: audio)
     }
 }
+
+/// The audio thread's log lines (an underrun, the end of the audio), kept for the engine's queue, which writes them:
+/// the audio thread never writes a log line itself, nor calls Dispatch. It keeps a line only if no one is taking them
+/// at that instant (the underruns are counted all the same), and rings the drums' doorbell once it is there.
+final class AudioLog: Sendable {
+    private let state = Mutex<(lines: [(PCMLogLevel, String)], doorbell: Doorbell?)>(([], nil))
+
+    /// Keeps a line (the audio thread).
+    func keep(_ level: PCMLogLevel, _ text: String) {
+        _ = state.withLockIfAvailable { state in
+            guard state.lines.count < 100 else { return }
+            state.lines.append((level, text))
+            state.doorbell?.ring()
+        }
+    }
+
+    /// Rings `doorbell` for the lines to come, and for those kept already.
+    func ring(_ doorbell: Doorbell) {
+        state.withLock { state in
+            state.doorbell = doorbell
+            if !state.lines.isEmpty { doorbell.ring() }
+        }
+    }
+
+    /// Writes the lines kept to `logger`.
+    func write(to logger: Logger) {
+        for (level, text) in state.withLock({ state in defer { state.lines.removeAll() }; return state.lines }) {
+            switch level {
+            case .notice: logger.notice("\(text)")
+            case .warning: logger.warning("\(text)")
+            case .error: logger.error("\(text)")
+            }
+        }
+    }
+}
+
