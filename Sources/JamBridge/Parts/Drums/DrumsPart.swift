@@ -56,7 +56,7 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
         return .applied
     }
 
-    /// Starts the thread and the outbox's signal the first time.
+    /// Starts the thread and its doorbell the first time.
     func start(_ wiring: Wiring) {
         let engine = wiring.engine
         let published = wiring.song
