@@ -206,8 +206,10 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
             state.sequencer.locate(tick: line.tick(at: now.receded(byNanoseconds: Self.lookInterval)))
             state.playing = true
         }
+        // A step's nanoseconds, from the published period: compared as a Double, so that no period (0, infinite, NaN)
+        // reaches `UInt64(_:)`, which traps on what it cannot hold.
         let step = 60e9 / line.tempo(at: now) / 24 * state.sequencer.style.stepTicks
-        let length = min(Self.noteLength, UInt64(step / 2))
+        let length = step / 2 < Double(Self.noteLength) ? UInt64(max(step / 2, 0)) : Self.noteLength
         let declaration = state.declaration
         var outbox: [Output] = []
         swap(&outbox, &state.outbox) // appended to below while the sequencer plays: no copy, no allocation
