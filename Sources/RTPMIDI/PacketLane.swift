@@ -18,11 +18,11 @@ public protocol PacketLane: AnyObject {
     var now: MonotonicInstant { get }
 }
 
-/// A packet of clock or transport prepared ahead for one peer (the messages due at one instant), and the peer's sender
-/// as it was before it: taken back unsent, the sender is put back as it was, so that the sequence numbers run on
-/// without a gap.
+/// A packet prepared ahead for one peer (the messages due at one instant, each with the owner that can take it back),
+/// and the peer's sender as it was before it: taken back unsent, the sender is put back as it was, so that the
+/// sequence numbers run on without a gap.
 struct AheadPacket {
-    var messages: [MIDIMessage]
+    var messages: [(message: MIDIMessage, owner: Int)]
     var time: MonotonicInstant
     var senderBefore: RTPMIDISender
     /// The lane's tickets of the packet (two when the journal did not fit with the commands).

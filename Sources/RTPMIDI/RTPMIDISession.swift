@@ -605,43 +605,73 @@ public final class RTPMIDISession {
         }
     }
 
-    /// Prepares `message`, a clock or transport message due at `time`, for every connected peer (or only those
-    /// `accepting`) now, and posts the packets to the lane, which sends them at `time`: a clock output that leaves on
-    /// time whatever holds this session's thread then. A packet sent to a peer before that takes its prepared
-    /// packets back just before it leaves, and they are prepared again right after it (`sending`), so that the peer's
-    /// sequence numbers keep their order.
-    /// Anything else, or without a lane, is `send`.
-    public func sendAhead(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: (PeerInfo) -> Bool = { _ in true }) {
-        guard lane != nil, message.isClockOrTransport else { return send(message, at: time, to: accepting) }
-        for peer in peers.values where accepting(peer.info) {
-            let packet = AheadPacket(messages: [message], time: time, senderBefore: peer.sender)
-            if peer.sender.isEmpty, peer.withdrawn.isEmpty, peer.ahead.last?.time == time {
+    /// Prepares `message`, due at `time`, for every connected peer (or only those `accepting`) now, and posts the
+    /// packets to the lane, which sends them at `time`: a clock output or a drum's note that leaves on time whatever
+    /// holds this session's thread then. `owner` (the jam's clock, the drums) can take it back (`withdrawAhead`). What
+    /// is prepared ahead leaves in the order of its time: what is due after it is taken back and prepared again
+    /// behind it. A packet sent to a peer before that takes its prepared packets back just before it leaves, and they
+    /// are prepared again right after it (`sending`), so that the peer's sequence numbers keep their order.
+    /// Without a lane, it is `send`. As `send`, a note-off goes only to the peers that were sent its note-on.
+    public func sendAhead(_ message: MIDIMessage, at time: MonotonicInstant, owner: Int,
+                          to accepting: (PeerInfo) -> Bool = { _ in true }) {
+        guard lane != nil else { return send(message, at: time, to: accepting) }
+        for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
+            peer.releasedSinceSync.insertRelease(message)
+            // Not while commands wait in the sender: they would leave with the first packet posted; `flush` posts
+            // them after those.
+            let postsNow = peer.sender.isEmpty
+            if postsNow { peer.withdrawn = Self.inOrder(takeBackAhead(peer, dueAfter: time.receded(byNanoseconds: 1)), peer.withdrawn) }
+            if let last = peer.withdrawn.lastIndex(where: { $0.time <= time }), peer.withdrawn[last].time == time {
                 // Messages due at one instant leave in one packet (a late joiner's Song Position, Continue and tick),
-                // so that the network cannot reorder or lose one without the others.
-                // One Start, Stop or Continue at an instant, the last (a flood of starts and stops before a bar line
-                // handed both out for it), as the jam keeps for the outputs it hands messages when due.
-                var taken = takeBackAhead(peer)
-                if taken.last?.time == time {
-                    if message.startsOrStops { taken[taken.count - 1].messages.removeAll(where: \.startsOrStops) }
-                    taken[taken.count - 1].messages.append(message)
-                } else {
-                    taken.append(packet)
-                }
-                for packet in taken { post(packet, to: peer) }
-                continue
+                // so that the network cannot reorder or lose one without the others. One Start, Stop or Continue at an
+                // instant, the last (a flood of starts and stops before a bar line handed both out for it), as the
+                // jam keeps for the outputs it hands messages when due.
+                if message.startsOrStops { peer.withdrawn[last].messages.removeAll { $0.message.startsOrStops } }
+                peer.withdrawn[last].messages.append((message, owner))
+            } else {
+                let index = peer.withdrawn.firstIndex { $0.time > time } ?? peer.withdrawn.endIndex
+                peer.withdrawn.insert(AheadPacket(messages: [(message, owner)], time: time, senderBefore: peer.sender), at: index)
             }
-            // Behind what is queued to leave now (a Start, its first tick and the total: one packet), posted at `flush`.
-            if !peer.sender.isEmpty || !peer.withdrawn.isEmpty { peer.withdrawn.append(packet) } else { post(packet, to: peer) }
+            if postsNow { repostWithdrawn(peer) }
+        }
+        for index in departed.indices where accepting(departed[index].peer.info)
+            && departed[index].peer.sent.admitRelease(message) {
+            departed[index].releases.append(message)
         }
     }
 
-    /// Takes back the packets prepared ahead that are due after `time` (the song they belong to stopped or changed
-    /// hands); those due by then leave as prepared.
-    public func withdrawAhead(after time: MonotonicInstant) {
+    /// Takes back what `owner` prepared ahead that is due after `time` (the song it belongs to stopped or changed
+    /// hands, the drums stopped); what is due by then leaves as prepared, and so does a note-off whose note-on is not
+    /// taken back (it went out, or was due by `time`).
+    public func withdrawAhead(after time: MonotonicInstant, owner: Int) {
         for peer in peers.values {
-            peer.withdrawn = (takeBackAhead(peer) + peer.withdrawn).filter { $0.time <= time }
+            var notes = NoteWithdrawal()
+            peer.withdrawn = Self.inOrder(takeBackAhead(peer), peer.withdrawn).compactMap { packet in
+                guard packet.time > time else { return packet }
+                var packet = packet
+                packet.messages = packet.messages.filter { !($0.owner == owner && notes.takesBack($0.message)) }
+                return packet.messages.isEmpty ? nil : packet
+            }
             repostWithdrawn(peer)
         }
+    }
+
+    /// The packets of `taken` (back from the lane) and `waiting` (to be posted), both in the order of their time, in
+    /// that order; at one instant, those taken back first (they were posted first).
+    private static func inOrder(_ taken: [AheadPacket], _ waiting: [AheadPacket]) -> [AheadPacket] {
+        guard let first = waiting.first, let last = taken.last, last.time > first.time else { return taken + waiting }
+        var merged: [AheadPacket] = [], (t, w) = (0, 0)
+        merged.reserveCapacity(taken.count + waiting.count)
+        while t < taken.count || w < waiting.count {
+            if w == waiting.count || (t < taken.count && taken[t].time <= waiting[w].time) {
+                merged.append(taken[t])
+                t += 1
+            } else {
+                merged.append(waiting[w])
+                w += 1
+            }
+        }
+        return merged
     }
 
     /// Sends every queued message now; while a peer's journal is unconfirmed, a journal-only
@@ -669,10 +699,10 @@ public final class RTPMIDISession {
         pruneAhead(peer)
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(packet.time))
         guard lane.hasRoom else {
-            for early in takeBackAhead(peer) + [packet] {
+            for early in Self.inOrder(takeBackAhead(peer), [packet]) {
                 counters.aheadSentEarly += 1
                 withSender(of: peer) { sender, send in
-                    for message in early.messages {
+                    for (message, _) in early.messages {
                         sender.append(message, tick: UInt32(truncatingIfNeeded: SessionClock.ticks(early.time)), send)
                     }
                     sender.flush(send)
@@ -692,7 +722,7 @@ public final class RTPMIDISession {
             packet.tickets.append(lane.post(bytes, to: peer.dataAddress, at: packet.time))
         }
         countingOverflows(of: peer) {
-            for message in packet.messages { peer.sender.append(message, tick: tick, post) }
+            for (message, _) in packet.messages { peer.sender.append(message, tick: tick, post) }
             peer.sender.flush(post)
         }
         peer.ahead.append(packet)
@@ -761,12 +791,12 @@ public final class RTPMIDISession {
     private func sending(to peer: SessionPeer, finishes: Bool,
                          _ body: (inout RTPMIDISender, (UnsafeRawBufferPointer) -> Void) -> Void) {
         guard finishes, let lane, !peer.ahead.isEmpty else { return withSender(of: peer, body) }
-        peer.withdrawn = takeBackAhead(peer, dueAfter: lane.now.advanced(byNanoseconds: Self.imminence)) + peer.withdrawn
+        peer.withdrawn = Self.inOrder(takeBackAhead(peer, dueAfter: lane.now.advanced(byNanoseconds: Self.imminence)), peer.withdrawn)
         if let staying = peer.ahead.last, !staying.tickets.allSatisfy(lane.isDone), lane.hasRoom {
             settle(peer, behind: staying, in: lane, body)
         } else {
             // Nothing stays, or the lane has no room to settle behind it: what waits comes back, and this leaves now.
-            peer.withdrawn = takeBackAhead(peer) + peer.withdrawn
+            peer.withdrawn = Self.inOrder(takeBackAhead(peer), peer.withdrawn)
             withSender(of: peer, body)
         }
         repostWithdrawn(peer)

@@ -67,7 +67,7 @@ private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
         let now = MonotonicClock.now()
         client.engine.sync {
             for k in 0..<4 { sink.receive(.timingClock, at: now.advanced(byNanoseconds: UInt64(k) * 20_000_000), to: .everyone) }
-            sink.takeBack(after: now.advanced(byNanoseconds: 30_000_000))
+            sink.takeBack(after: now.advanced(byNanoseconds: 30_000_000), ticket: client.routing.timed.ticket(ahead: .clockAndTransport))
             client.full = false
         }
         client.wait { $0.taken.count >= 2 }

@@ -5,8 +5,8 @@ import MIDI
 import Routing
 import Testing
 
-/// A sink that keeps what it is handed, with the time each is stamped and the instant it came; as a `TimedSink`, also
-/// when it was asked to take back.
+/// A sink that keeps what it is handed, with the time each is stamped and the instant it came; as a `TimedSink` (that
+/// takes anything ahead, as the session's lane), also when it was asked to take back.
 fileprivate class Keeper: SinkEndpoint, @unchecked Sendable { // touched on the engine's queue, read after `sync`
     var heard: [(message: MIDIMessage, time: MonotonicInstant, came: MonotonicInstant)] = []
 
@@ -21,7 +21,12 @@ fileprivate final class TimedKeeper: Keeper, TimedSink, @unchecked Sendable {
     var takenBack: [MonotonicInstant] = []
     var sendsAtItsTime: Bool { true }
 
-    func takeBack(after time: MonotonicInstant) {
+    /// Anything, as the session's lane.
+    func takesAhead(_ message: MIDIMessage) -> Bool {
+        true
+    }
+
+    func takeBack(after time: MonotonicInstant, ticket: TimedTicket) {
         takenBack.append(time)
     }
 }
@@ -71,7 +76,7 @@ fileprivate final class TimedKeeper: Keeper, TimedSink, @unchecked Sendable {
     @Test func underAnAheadTicketClockGoesAheadToWhatSendsAtItsTimeAndWhenDueToTheRest() {
         let start = MonotonicClock.now()
         engine.queue.sync {
-            engine.timed.post(MIDIEvent(.timingClock, from: song, at: at(50, from: start)), ticket: engine.timed.ticket(ahead: true))
+            engine.timed.post(MIDIEvent(.timingClock, from: song, at: at(50, from: start)), ticket: engine.timed.ticket(ahead: .clockAndTransport))
             #expect(lane.heard.map(\.message) == [.timingClock] && lane.heard.first?.time == at(50, from: start))
             #expect(tape.heard.isEmpty)
             // Another poster's clock is not its to send ahead: a song's Song Position stays between its neighbours.
@@ -92,7 +97,7 @@ fileprivate final class TimedKeeper: Keeper, TimedSink, @unchecked Sendable {
                : .noteOff(channel: UInt4(masking: 0), note: UInt7(masking: key), velocity: UInt7(masking: 0))
         }
         let withdrawn = engine.queue.sync {
-            let ticket = engine.timed.ticket(ahead: true)
+            let ticket = engine.timed.ticket(ahead: .clockAndTransport)
             engine.timed.post(MIDIEvent(note(60, true), from: song, at: start), ticket: ticket)
             engine.timed.post(MIDIEvent(note(60, false), from: song, at: at(300, from: start)), ticket: ticket)
             engine.timed.post(MIDIEvent(note(62, true), from: song, at: at(200, from: start)), ticket: ticket)
@@ -105,8 +110,37 @@ fileprivate final class TimedKeeper: Keeper, TimedSink, @unchecked Sendable {
         Thread.sleep(forTimeInterval: 0.35)
         engine.queue.sync {
             #expect(tape.heard.map(\.message) == [note(60, true), note(60, false)])
-            #expect(tape.heard.last?.time == at(20, from: start), "the note-off goes at the withdraw's instant")
+            #expect(tape.heard.last?.time == at(300, from: start), "the note-off goes at its time")
             #expect(lane.takenBack == [at(20, from: start)], "the lane was handed the tick ahead: it takes it back")
+        }
+    }
+
+    /// The drums' ticket: every message goes ahead to what sends at its time, and when due to the rest; withdrawn,
+    /// neither gets what is due after, but both get the note-off of the note that sounded.
+    @Test func underATicketOfEverythingNotesGoAheadAndAWithdrawKeepsTheNoteOffOfANoteThatSounds() {
+        let note = { (key: UInt8, on: Bool) -> MIDIMessage in
+            on ? .noteOn(channel: UInt4(masking: 9), note: UInt7(masking: key), velocity: UInt7(masking: 90))
+               : .noteOff(channel: UInt4(masking: 9), note: UInt7(masking: key), velocity: UInt7(masking: 0))
+        }
+        let (start, withdrawn) = engine.queue.sync {
+            let start = MonotonicClock.now()
+            let ticket = engine.timed.ticket(ahead: .everything)
+            engine.timed.post(MIDIEvent(note(36, true), from: song, at: at(50, from: start)), ticket: ticket)
+            engine.timed.post(MIDIEvent(note(36, false), from: song, at: at(80, from: start)), ticket: ticket)
+            engine.timed.post(MIDIEvent(note(38, true), from: song, at: at(85, from: start)), ticket: ticket)
+            engine.timed.post(MIDIEvent(note(38, false), from: song, at: at(95, from: start)), ticket: ticket)
+            #expect(lane.heard.map(\.message) == [note(36, true), note(36, false), note(38, true), note(38, false)],
+                    "handed ahead")
+            #expect(tape.heard.isEmpty)
+            return (start, engine.timed.withdraw(ticket, after: at(60, from: start)).map(\.message))
+        }
+        #expect(withdrawn == [note(38, true), note(38, false)])
+        wait { self.tape.heard.count == 2 }
+        Thread.sleep(forTimeInterval: 0.25)
+        engine.queue.sync {
+            #expect(tape.heard.map(\.message) == [note(36, true), note(36, false)])
+            #expect(tape.heard.last?.time == at(80, from: start))
+            #expect(lane.takenBack == [at(60, from: start)])
         }
     }
 

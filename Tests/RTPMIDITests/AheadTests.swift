@@ -81,8 +81,8 @@ final class VirtualLane: PacketLane {
     @Test func aNoteSentBeforeTicksPreparedAheadLeavesFirstAndTheSequenceRunsOn() {
         let (net, a, b, lane) = connected()
         let start = net.now
-        a.session.sendAhead(.timingClock, at: later(net, 20))
-        a.session.sendAhead(.timingClock, at: later(net, 40))
+        a.session.sendAhead(.timingClock, at: later(net, 20), owner: 0)
+        a.session.sendAhead(.timingClock, at: later(net, 40), owner: 0)
         net.deliver()
         #expect(b.received.isEmpty)
         #expect(lane.waiting == 2)
@@ -112,7 +112,7 @@ final class VirtualLane: PacketLane {
     /// leaves, and posted again at once after it: out of the lane only while a packet is sent.
     @Test func aTickIsTakenBackOnlyAsAPacketLeaves() {
         let (net, a, b, lane) = connected()
-        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.sendAhead(.timingClock, at: later(net, 10), owner: 0)
         a.session.send(noteOn(0, 60), at: net.now)
         a.session.send(noteOn(0, 64), at: net.now)
         #expect(lane.takenBack == 0 && lane.waiting == 1)
@@ -132,8 +132,8 @@ final class VirtualLane: PacketLane {
     @Test func aNoteWhileATickIsImminentGoesBehindItWithoutTakingItBack() {
         let (net, a, b, lane) = connected()
         let start = net.now
-        a.session.sendAhead(.timingClock, at: later(net, 10))
-        a.session.sendAhead(.timingClock, at: later(net, 30))
+        a.session.sendAhead(.timingClock, at: later(net, 10), owner: 0)
+        a.session.sendAhead(.timingClock, at: later(net, 30), owner: 0)
         net.now = start.advanced(byNanoseconds: 9_400_000)
         a.session.send(noteOn(0, 60), at: net.now)
         a.session.flush()
@@ -165,12 +165,12 @@ final class VirtualLane: PacketLane {
     @Test func aStopAfterASettledNoteGoesBehindItInOrder() {
         let (net, a, b, lane) = connected()
         let start = net.now
-        for ms: UInt64 in [10, 30, 50] { a.session.sendAhead(.timingClock, at: later(net, ms)) }
+        for ms: UInt64 in [10, 30, 50] { a.session.sendAhead(.timingClock, at: later(net, ms), owner: 0) }
         net.now = start.advanced(byNanoseconds: 9_500_000)
         a.session.send(noteOn(0, 60), at: net.now)
         a.session.flush()
-        a.session.withdrawAhead(after: net.now)
-        a.session.sendAhead(.stop, at: net.now)
+        a.session.withdrawAhead(after: net.now, owner: 0)
+        a.session.sendAhead(.stop, at: net.now, owner: 0)
         #expect(lane.waiting == 3, "the tick, the note and the Stop")
         lane.sendDue(until: start.advanced(byNanoseconds: 100_000_000))
         net.deliver()
@@ -184,9 +184,9 @@ final class VirtualLane: PacketLane {
     /// packet, after the ticks before them: the network cannot reorder or lose one without the others.
     @Test func messagesForOneInstantLeaveInOnePacket() {
         let (net, a, b, lane) = connected()
-        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.sendAhead(.timingClock, at: later(net, 10), owner: 0)
         for message: MIDIMessage in [.songPosition(UInt14(masking: 88)), .continue, .timingClock] {
-            a.session.sendAhead(message, at: later(net, 30))
+            a.session.sendAhead(message, at: later(net, 30), owner: 0)
         }
         #expect(lane.waiting == 2)
         lane.sendDue(until: later(net, 40))
@@ -201,8 +201,8 @@ final class VirtualLane: PacketLane {
     /// packet, with the last of them only.
     @Test func oneStartOrStopAtAnInstantTheLast() {
         let (net, a, b, lane) = connected()
-        for message: MIDIMessage in [.start, .stop, .start] { a.session.sendAhead(message, at: later(net, 30)) }
-        a.session.sendAhead(.timingClock, at: later(net, 30))
+        for message: MIDIMessage in [.start, .stop, .start] { a.session.sendAhead(message, at: later(net, 30), owner: 0) }
+        a.session.sendAhead(.timingClock, at: later(net, 30), owner: 0)
         lane.sendDue(until: later(net, 40))
         net.deliver()
         #expect(b.received.map(\.0) == [.start, .timingClock])
@@ -213,8 +213,8 @@ final class VirtualLane: PacketLane {
     /// the next packet carries the sequence number after the last that left.
     @Test func withdrawnTicksNeverLeaveAndTheNextPacketFollowsTheLastSent() {
         let (net, a, b, lane) = connected()
-        for ms: UInt64 in [10, 20, 30, 40] { a.session.sendAhead(.timingClock, at: later(net, ms)) }
-        a.session.withdrawAhead(after: later(net, 20))
+        for ms: UInt64 in [10, 20, 30, 40] { a.session.sendAhead(.timingClock, at: later(net, ms), owner: 0) }
+        a.session.withdrawAhead(after: later(net, 20), owner: 0)
         lane.sendDue(until: later(net, 100))
         a.session.send(.stop, at: later(net, 25))
         a.session.flush()
@@ -230,8 +230,8 @@ final class VirtualLane: PacketLane {
     @Test func aPacketTheLaneHasNoRoomForLeavesAtOnceAfterWhatWaitedForThePeer() {
         let (net, a, b, lane) = connected()
         lane.capacity = 2
-        a.session.sendAhead(.timingClock, at: later(net, 10))
-        a.session.sendAhead(.timingClock, at: later(net, 20))
+        a.session.sendAhead(.timingClock, at: later(net, 10), owner: 0)
+        a.session.sendAhead(.timingClock, at: later(net, 20), owner: 0)
         #expect(a.session.counters.aheadSentEarly == 2, "the first, taken back, and the second")
         a.session.send(noteOn(0, 60), at: net.now)
         a.session.flush()
@@ -247,24 +247,44 @@ final class VirtualLane: PacketLane {
     /// A peer that leaves gets none of what waited for it.
     @Test func aPeerThatLeavesGetsNothingPreparedForIt() {
         let (net, a, b, lane) = connected()
-        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.sendAhead(.timingClock, at: later(net, 10), owner: 0)
         b.session.close(now: net.now)
         net.deliver()
         #expect(a.left.count == 1)
         #expect(lane.waiting == 0)
     }
 
-    /// Without a lane, or for anything but clock and transport, `sendAhead` is `send`.
-    @Test func withoutALaneOrForANoteSendAheadSendsAtOnce() {
+    /// Without a lane, `sendAhead` is `send`.
+    @Test func withoutALaneSendAheadSendsAtOnce() {
         let (net, a, b, lane) = connected()
-        a.session.sendAhead(noteOn(0, 60), at: later(net, 10))
-        a.session.flush()
         a.session.lane = nil
-        a.session.sendAhead(.timingClock, at: later(net, 10))
+        a.session.sendAhead(.timingClock, at: later(net, 10), owner: 0)
         a.session.flush()
         net.deliver()
-        #expect(b.received.map(\.0) == [noteOn(0, 60), .timingClock])
+        #expect(b.received.map(\.0) == [.timingClock])
         #expect(lane.waiting == 0)
+    }
+
+    /// Issue 42: the drums' notes prepared ahead between the jam's ticks leave in the order of their time, and the
+    /// drums withdrawing take back only theirs, never the note-off of a note that left: the sequence runs on.
+    @Test func notesPreparedAheadBetweenTicksLeaveInTimeOrderAndTheirOwnerTakesBackOnlyItsOwn() {
+        let (net, a, b, lane) = connected()
+        let (jam, drums) = (1, 2)
+        for ms: UInt64 in [10, 30, 50] { a.session.sendAhead(.timingClock, at: later(net, ms), owner: jam) }
+        a.session.sendAhead(noteOn(9, 36), at: later(net, 20), owner: drums)
+        a.session.sendAhead(noteOff(9, 36), at: later(net, 45), owner: drums)
+        a.session.sendAhead(noteOn(9, 38), at: later(net, 40), owner: drums)
+        a.session.sendAhead(noteOff(9, 38), at: later(net, 60), owner: drums)
+        #expect(lane.waiting == 7)
+        lane.sendDue(until: later(net, 25))
+        a.session.withdrawAhead(after: later(net, 25), owner: drums)
+        #expect(lane.waiting == 3, "the jam's two ticks and the first note's note-off")
+        lane.sendDue(until: later(net, 100))
+        net.deliver()
+        #expect(b.received.map(\.0) == [.timingClock, noteOn(9, 36), .timingClock, noteOff(9, 36), .timingClock])
+        let sent = sequences(a)
+        #expect(sent == (0..<UInt16(sent.count)).map { sent[0] &+ $0 }, "\(sent)")
+        #expect(b.session.counters.sequenceGaps == 0 && b.session.counters.latePackets == 0)
     }
 }
 
@@ -284,7 +304,7 @@ extension AheadTests {
         while net.now < end {
             net.now = net.now.advanced(byNanoseconds: 1_000_000)
             while nextTick <= net.now.advanced(byNanoseconds: 100_000_000) {
-                a.session.sendAhead(.timingClock, at: nextTick)
+                a.session.sendAhead(.timingClock, at: nextTick, owner: 0)
                 nextTick = nextTick.advanced(byNanoseconds: period)
             }
             a.session.flush()

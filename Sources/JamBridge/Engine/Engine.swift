@@ -41,32 +41,39 @@ public final class Engine: EventSink, @unchecked Sendable {
     }
 
     /// Routes `event` (to `only` among each sink's players, if given). Posted under `ticket` and ahead of its time
-    /// (`TimedOutput`): a sink that sends at a message's time gets it now, the others when it is due.
+    /// (`TimedOutput`): a sink that sends at a message's time and takes it ahead gets it now, the others when it is
+    /// due.
     func route(_ event: MIDIEvent, only: Recipients?, ticket: TimedTicket?) {
         count(event.source, in: &cameFrom)
-        let ahead = ticket?.ahead == true && event.time.nanoseconds > MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
+        let ahead = ticket.map { $0.ahead != .nothing } == true
+            && event.time.nanoseconds > MonotonicClock.now().nanoseconds + JamConductor.earlyTolerance
         router.dispatch(event) { sink, message, recipients in
             let index = Int(sink.index)
             guard index < sinks.count, let endpoint = sinks[index] else { return }
             let recipients = only ?? recipients
-            if ahead, let ticket {
-                guard let timedSink = endpoint as? TimedSink, timedSink.sendsAtItsTime else {
-                    return timed.keep(message, routedFrom: event, to: sink, for: recipients, ticket: ticket)
-                }
-                timed.handedAhead(ticket, to: sink)
+            guard ahead, let ticket else { return hand(message, routedFrom: event, to: sink, for: recipients) }
+            guard let timedSink = endpoint as? TimedSink, timedSink.sendsAtItsTime, timedSink.takesAhead(message) else {
+                return timed.keep(message, routedFrom: event, to: sink, for: recipients, ticket: ticket)
             }
-            hand(message, routedFrom: event, to: sink, for: recipients)
+            timed.handedAhead(ticket, to: sink)
+            hand(message, routedFrom: event, to: sink, for: recipients, aheadUnder: ticket)
         }
     }
 
-    /// Hands `message`, routed from `event`, to the sink `id` for `recipients`, counted and shown on the monitor.
-    func hand(_ message: MIDIMessage, routedFrom event: MIDIEvent, to id: EndpointID, for recipients: Recipients) {
+    /// Hands `message`, routed from `event`, to the sink `id` for `recipients` (ahead of its time under `ticket`, if
+    /// given), counted and shown on the monitor.
+    func hand(_ message: MIDIMessage, routedFrom event: MIDIEvent, to id: EndpointID, for recipients: Recipients,
+              aheadUnder ticket: TimedTicket? = nil) {
         let index = Int(id.index)
         guard index < sinks.count, let endpoint = sinks[index] else { return }
         count(id, in: &handedTo)
         monitor?.show(message, from: name(event.source), to: name(id), only: recipients.isOnly ? recipients.origin : nil,
                       at: event.time)
-        endpoint.receive(message, routedFrom: event, to: recipients)
+        if let ticket, let timedSink = endpoint as? TimedSink {
+            timedSink.receiveAhead(message, routedFrom: event, to: recipients, ticket: ticket)
+        } else {
+            endpoint.receive(message, routedFrom: event, to: recipients)
+        }
     }
 
     /// Runs `body` as one batch; inside a batch, as part of it.
@@ -168,9 +175,9 @@ public final class Engine: EventSink, @unchecked Sendable {
         }
     }
 
-    /// Has the sinks `ids` take back the clock and transport they were handed for after `time` (`TimedOutput`).
-    func takeBack(after time: MonotonicInstant, from ids: Set<EndpointID>) {
-        for id in ids where Int(id.index) < sinks.count { (sinks[Int(id.index)] as? TimedSink)?.takeBack(after: time) }
+    /// Has the sinks `ids` take back what they were handed ahead under `ticket` for after `time` (`TimedOutput`).
+    func takeBack(after time: MonotonicInstant, ticket: TimedTicket, from ids: Set<EndpointID>) {
+        for id in ids where Int(id.index) < sinks.count { (sinks[Int(id.index)] as? TimedSink)?.takeBack(after: time, ticket: ticket) }
     }
 
     /// The name of the endpoint `id` (the jam's players are named by it); on the queue.

@@ -4,20 +4,39 @@ import MIDI
 
 /// What a poster holds of what it posted to `TimedOutput`: the handle it withdraws it by.
 public struct TimedTicket: Hashable, Sendable {
-    fileprivate let number: Int
-    /// True if its clock and transport may go `lead` ahead to the sinks that send at a message's time.
-    let ahead: Bool
+    /// Unique among the engine's tickets: a sink's owner of what it was handed ahead.
+    let number: Int
+    /// What of it may go `lead` ahead to the sinks that send at a message's time.
+    let ahead: TimedAhead
+}
+
+/// What of a ticket's messages go `lead` ahead of their time to the sinks that send at a message's time.
+enum TimedAhead: Hashable, Sendable {
+    /// Nothing: each goes when due (a song: its Song Position stays between the messages around it).
+    case nothing
+    /// Clock and transport (the jam's clock outputs).
+    case clockAndTransport
+    /// Every message (the drums' notes).
+    case everything
+
+    func covers(_ message: MIDIMessage) -> Bool {
+        switch self {
+        case .nothing: false
+        case .clockAndTransport: message.isClockOrTransport
+        case .everything: true
+        }
+    }
 }
 
 /// "This message at that time": the one way a part sends something later, on the engine's queue. A source (the jam's
 /// clock, the drums, a song, an ALSA port's retries) posts each message with the instant it is due under its ticket,
 /// and may withdraw what it posted (all of it, or what is due after an instant). Under a ticket that lets them go
-/// ahead (the jam's clock), clock and transport are routed `lead` before they are due: a sink that sends at a
-/// message's time (`TimedSink`: the session's lane, ALSA's queue, the drums) gets them at once, so that nothing that
-/// holds the engine's queue then makes them late; the other sinks get them when due. Everything else is routed when
-/// due (a song's Song Position stays between the messages around it). What is due at one instant goes in the order posted, and what waits
-/// and is due goes before anything posted now. One timer, set only while something waits: nothing wakes when nothing
-/// is due.
+/// ahead (`TimedAhead`: the jam's clock and transport, the drums' notes), messages are routed `lead` before they
+/// are due: a sink that sends at a message's time and takes that message ahead (`TimedSink`: the session's lane takes
+/// anything, ALSA's queue and the drums clock and transport) gets it at once, so that nothing that holds the engine's
+/// queue then makes it late; the other sinks get it when due. Everything else is routed when due. What is due at one
+/// instant goes in the order posted, and what waits and is due goes before anything posted now. One timer, set only
+/// while something waits: nothing wakes when nothing is due.
 public final class TimedOutput: @unchecked Sendable { // on the engine's queue
     /// How long before its time clock and transport are handed to a sink that sends at a message's time: longer than
     /// the engine's queue is held or its thread kept from running on a busy machine (up to some 85 ms measured,
@@ -54,6 +73,8 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
     private var tickets = 0
     /// The sinks each ticket handed something ahead to: they take it back when it is withdrawn.
     private var handedAhead: [TimedTicket: Set<EndpointID>] = [:]
+    /// What each ticket had routed ahead of its time, until it is due: what a withdraw takes back of it.
+    private var routedEarly: [TimedTicket: [MIDIEvent]] = [:]
     private var timer: DispatchSourceTimer?
     /// When the timer is set for.
     private var timerDue: MonotonicInstant?
@@ -63,8 +84,8 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         self.engine = engine
     }
 
-    /// A new ticket to post under; `ahead`: its clock and transport may go `lead` ahead.
-    func ticket(ahead: Bool = false) -> TimedTicket {
+    /// A new ticket to post under; `ahead`: what of it may go `lead` ahead.
+    func ticket(ahead: TimedAhead = .nothing) -> TimedTicket {
         tickets += 1
         return TimedTicket(number: tickets, ahead: ahead)
     }
@@ -83,7 +104,7 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
             waiting.removeAll(where: replaced)
             released.removeAll(where: replaced)
         }
-        let release = ticket.ahead && event.message.isClockOrTransport ? event.time.receded(byNanoseconds: Self.lead) : event.time
+        let release = ticket.ahead.covers(event.message) ? event.time.receded(byNanoseconds: Self.lead) : event.time
         insert(Entry(release: release, due: event.time, order: 0, ticket: ticket, work: .route(event, only: recipients)))
     }
 
@@ -97,48 +118,62 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         insert(Entry(release: time, due: time, order: 0, ticket: ticket, work: .call(work)))
     }
 
-    /// Takes back what `ticket` posted that is due after `time` and returns the messages taken back; a note-off
-    /// whose note-on went out is not taken back then: it goes at `time` (a lost note-off is a stuck note). Nil: all
-    /// of it, calls and note-offs too, for a source that stops (the engine releases what it holds). Sinks `ticket`
-    /// handed clock ahead to take back what they were handed for after `time`.
+    /// Takes back what `ticket` posted that is due after `time` and returns what it takes back of what it posted, in
+    /// the order of its time. A note-off whose note-on went out (or is due by `time`) is not taken back, from the
+    /// engine nor from a sink it was handed to: it goes at its time (a lost note-off is a stuck note). Nil: all of it,
+    /// calls and note-offs waiting to be routed too, for a source that stops (the engine releases what it holds). The
+    /// sinks `ticket` handed messages ahead to take back theirs by the same rules.
     @discardableResult
     func withdraw(_ ticket: TimedTicket, after time: MonotonicInstant? = nil) -> [MIDIEvent] {
-        let taken = (released.elements + waiting.elements).filter { entry in
-            guard entry.ticket == ticket, time.map({ entry.due > $0 }) ?? true else { return false }
-            if case .route = entry.work { return true }
-            if case .deliver = entry.work { return true }
-            return time == nil
-        }.sorted { ($0.due, $0.order) < ($1.due, $1.order) }
-        let orders = Set(taken.map(\.order))
-        released.removeAll { orders.contains($0.order) }
-        waiting.removeAll { orders.contains($0.order) }
-        var withdrawn: [MIDIEvent] = [], kept: [MIDIEvent] = []
-        var notesWithdrawn: [NoteKey: Int] = [:]
-        for entry in taken {
-            switch entry.work {
-            case .route(let event, _):
-                if let key = NoteKey(event, on: true) { notesWithdrawn[key, default: 0] += 1 }
-                if time != nil, let key = NoteKey(event, on: false) {
-                    guard let count = notesWithdrawn[key], count > 0 else {
-                        kept.append(event)
-                        continue
-                    }
-                    notesWithdrawn[key] = count - 1
+        let at = time ?? MonotonicClock.now()
+        let mine = (released.elements + waiting.elements).filter { $0.ticket == ticket }
+            .sorted { ($0.due, $0.order) < ($1.due, $1.order) }
+        // What was posted: what went ahead and is not due, and what waits to be routed, by its time (what went
+        // ahead first at one instant: it was released first).
+        var early = (routedEarly[ticket] ?? []).filter { $0.time > at }
+        let routes = mine.filter { entry in
+            guard case .route = entry.work else { return false }
+            return time.map { entry.due > $0 } ?? true
+        }
+        var bySource: [EndpointID: NoteWithdrawal] = [:], withdrawn: [MIDIEvent] = [], taken: Set<UInt64> = []
+        var next = (early: 0, route: 0)
+        while next.early < early.count || next.route < routes.count {
+            if next.route == routes.count || (next.early < early.count && early[next.early].time <= routes[next.route].due) {
+                let event = early[next.early]
+                if bySource[event.source, default: NoteWithdrawal()].takesBack(event.message) {
+                    withdrawn.append(event)
+                    early[next.early].time = at // gone: not taken back again
                 }
-                withdrawn.append(event)
-            case .deliver(let message, let from, _, _):
-                withdrawn.append(MIDIEvent(message, from: from.source, origin: from.origin, at: from.time))
+                next.early += 1
+            } else {
+                let entry = routes[next.route]
+                guard case .route(let event, _) = entry.work else { preconditionFailure("only routes") }
+                // All of it: the engine releases what the source holds of what was routed.
+                if time == nil || bySource[event.source, default: NoteWithdrawal()].takesBack(event.message) {
+                    withdrawn.append(event)
+                    taken.insert(entry.order)
+                }
+                next.route += 1
+            }
+        }
+        // What was routed ahead and waits for its time at a sink that does not send at a message's time: as the
+        // sink would have sent it.
+        var bySink: [EndpointID: NoteWithdrawal] = [:]
+        for entry in mine {
+            switch entry.work {
+            case .deliver(let message, _, let sink, _):
+                if time.map({ entry.due > $0 }) ?? true, bySink[sink, default: NoteWithdrawal()].takesBack(message) { taken.insert(entry.order) }
             case .release, .call:
+                if time == nil { taken.insert(entry.order) }
+            case .route:
                 break
             }
         }
-        let at = time ?? MonotonicClock.now()
-        for var event in kept {
-            event.time = at
-            post(event, ticket: ticket)
-        }
+        released.removeAll { taken.contains($0.order) }
+        waiting.removeAll { taken.contains($0.order) }
+        routedEarly[ticket] = time == nil ? nil : early.filter { $0.time > at }
         if let sinks = handedAhead[ticket] {
-            engine.takeBack(after: at, from: sinks)
+            engine.takeBack(after: at, ticket: ticket, from: sinks)
             if time == nil { handedAhead[ticket] = nil }
         }
         return withdrawn
@@ -197,6 +232,7 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
                 switch entry.work {
                 case .route(let event, let only):
                     engine.route(event, only: only, ticket: entry.ticket)
+                    if entry.release < entry.due, entry.due.nanoseconds > horizon { noteRoutedEarly(event, ticket: entry.ticket) }
                 case .deliver(let message, let event, let sink, let recipients):
                     engine.hand(message, routedFrom: event, to: sink, for: recipients)
                 case .release(let source, let time):
@@ -209,6 +245,13 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         firing = false
         timerDue = nil
         schedule(now: MonotonicClock.now())
+    }
+
+    /// Keeps `event`, routed ahead of its time under `ticket`, until it is due (what is due is forgotten now).
+    private func noteRoutedEarly(_ event: MIDIEvent, ticket: TimedTicket) {
+        let now = MonotonicClock.now()
+        routedEarly[ticket, default: []].removeAll { $0.time <= now }
+        routedEarly[ticket]!.append(event)
     }
 
     /// Sets the timer for the first release, if it is not set for it; never sooner than 100 µs from `now`, so
@@ -238,22 +281,6 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         timer = nil
         waiting = Heap(by: waiting.areInOrder)
         released = Heap(by: released.areInOrder)
-    }
-}
-
-/// A note on or off from a source, as a withdraw pairs them.
-private struct NoteKey: Hashable {
-    var source: EndpointID, channel: UInt8, note: UInt8
-
-    init?(_ event: MIDIEvent, on: Bool) {
-        let note: (channel: UInt8, note: UInt8, on: Bool)
-        switch event.message {
-        case .noteOn(let channel, let key, let velocity): note = (channel.value, key.value, velocity.value > 0)
-        case .noteOff(let channel, let key, _): note = (channel.value, key.value, false)
-        default: return nil
-        }
-        guard note.on == on else { return nil }
-        (source, channel, self.note) = (event.source, note.channel, note.note)
     }
 }
 
@@ -308,12 +335,28 @@ struct Heap<Element> {
     }
 }
 
-/// A sink that sends clock and transport handed to it ahead at the message's time (the session's lane, an ALSA port
-/// through the sequencer's queue), and can take back what it has not sent: `TimedOutput` hands it clock and
-/// transport `lead` ahead.
+/// A sink that sends what is handed to it ahead at the message's time (the session's lane, an ALSA port through the
+/// sequencer's queue, the drums' transport), and can take back what it has not sent: `TimedOutput` hands it what it
+/// takes ahead `lead` before its time.
 protocol TimedSink: SinkEndpoint {
     /// True if it sends what is stamped ahead at its time now (an ALSA port: if the sequencer's queue runs).
     var sendsAtItsTime: Bool { get }
-    /// Takes back the clock and transport it was handed for after `time` and has not sent.
-    func takeBack(after time: MonotonicInstant)
+    /// True if it takes `message` ahead; by default clock and transport (all an ALSA port's queue takes back).
+    func takesAhead(_ message: MIDIMessage) -> Bool
+    /// Takes `message`, routed from `event` and handed ahead under `ticket`, to send at the event's time; by default
+    /// as any message (`receive(_:routedFrom:to:)`).
+    func receiveAhead(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients, ticket: TimedTicket)
+    /// Takes back what `ticket` handed it ahead for after `time` and it has not sent, by `TimedOutput.withdraw`'s
+    /// rules.
+    func takeBack(after time: MonotonicInstant, ticket: TimedTicket)
+}
+
+extension TimedSink {
+    func takesAhead(_ message: MIDIMessage) -> Bool {
+        message.isClockOrTransport
+    }
+
+    func receiveAhead(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients, ticket: TimedTicket) {
+        receive(message, routedFrom: event, to: recipients)
+    }
 }

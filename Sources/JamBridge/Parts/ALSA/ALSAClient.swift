@@ -299,7 +299,8 @@ final class ALSAPortSink: TimedSink, @unchecked Sendable {
     /// What is stamped ahead leaves through the sequencer's queue at its time.
     var sendsAtItsTime: Bool { client.schedulesAhead }
 
-    func takeBack(after time: MonotonicInstant) {
+    /// Takes back the clock after `time`: only the jam's clock and transport are handed to it ahead.
+    func takeBack(after time: MonotonicInstant, ticket: TimedTicket) {
         backlog.removeClock(after: time)
         client.removeScheduledClock(after: time)
     }

@@ -81,7 +81,7 @@ final class DrumsPart: Part, @unchecked Sendable { // the rest below `player`: o
         }
         engine.queue.sync {
             self.doorbell = doorbell
-            let ticket = engine.timed.ticket()
+            let ticket = engine.timed.ticket(ahead: .everything)
             self.ticket = ticket
             player.source.ticket = ticket
             transport.changed = { timer.wake() }
@@ -173,7 +173,7 @@ final class DrumsTransport: TimedSink, @unchecked Sendable { // `changed`: set a
         changed()
     }
 
-    func takeBack(after time: MonotonicInstant) {
+    func takeBack(after time: MonotonicInstant, ticket: TimedTicket) {
         changed()
     }
 

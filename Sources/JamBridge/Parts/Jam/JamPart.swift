@@ -78,7 +78,7 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
         engine.queue.sync {
             published = wiring.song
             attach(wiring, as: identity)
-            if sending == nil { (sending, deadlines) = (engine.timed.ticket(ahead: true), engine.timed.ticket()) }
+            if sending == nil { (sending, deadlines) = (engine.timed.ticket(ahead: .clockAndTransport), engine.timed.ticket()) }
             fire(MonotonicClock.now())
             if declaration.link != nil, link == nil { joinLink(engine) }
         }

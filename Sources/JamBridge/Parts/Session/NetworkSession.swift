@@ -223,29 +223,31 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
 
     // MARK: Sending (on the engine's queue, from sinks)
 
-    /// Queues `message` for the `recipients` among every peer, or among the peers whose name matches `glob`. Clock
-    /// and transport stamped ahead (the jam's ticks) are prepared now and leave at their time from the lane's thread.
-    func send(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients, matching glob: NameGlob?) {
+    /// Queues `message` for the `recipients` among every peer, or among the peers whose name matches `glob`. What is
+    /// handed ahead of its time (`owner`: the ticket of the jam's ticks or the drums' notes) is prepared now and leaves
+    /// at its time from the lane's thread.
+    func send(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients, matching glob: NameGlob?,
+              aheadFor owner: Int? = nil) {
         guard runner?.session != nil else { return }
         let ssrcs = glob.map { peersOfGlob[$0.pattern] ?? [] }
         if ssrcs?.isEmpty == true { return }
         let accepting = { (peer: PeerInfo) in (ssrcs?.contains(peer.ssrc) ?? true) && recipients.include(.networkPeer(ssrc: peer.ssrc)) }
-        if message.isClockOrTransport, time.nanoseconds > MonotonicClock.now().nanoseconds + Self.aheadThreshold {
+        if let owner, time.nanoseconds > MonotonicClock.now().nanoseconds + Self.aheadThreshold {
             if lane == nil {
                 lane = TimedDatagrams(ports: ports, logger: logger)
                 session.lane = lane
             }
-            session.sendAhead(message, at: time, to: accepting)
+            session.sendAhead(message, at: time, owner: owner, to: accepting)
         } else {
             session.send(message, at: time, to: accepting)
         }
         scheduleFlush()
     }
 
-    /// Takes back the clock and transport prepared ahead that are due after `time` (the jam's song stopped or
-    /// changed hands).
-    func takeBack(after time: MonotonicInstant) {
-        session.withdrawAhead(after: time)
+    /// Takes back what `owner` had prepared ahead that is due after `time` (the jam's song stopped or changed hands,
+    /// the drums stopped), but a note-off whose note-on left.
+    func takeBack(after time: MonotonicInstant, owner: Int) {
+        session.withdrawAhead(after: time, owner: owner)
     }
 
     /// Everything routed in this batch, or this turn of the queue, leaves in one packet per peer (a
@@ -319,8 +321,8 @@ final class NetworkSession: RTPMIDISessionDelegate, @unchecked Sendable {
     }
 }
 
-/// The `session` endpoint as a sink: what routes send to it goes to every peer; clock and transport handed to it ahead
-/// leave at their time from the session's lane.
+/// The `session` endpoint as a sink: what routes send to it goes to every peer; what is handed to it ahead (the jam's
+/// clock and transport, the drums' notes) leaves at its time from the session's lane.
 final class SessionSink: TimedSink, @unchecked Sendable {
     private let session: NetworkSession
     private let glob: NameGlob?
@@ -337,8 +339,16 @@ final class SessionSink: TimedSink, @unchecked Sendable {
 
     var sendsAtItsTime: Bool { true }
 
-    func takeBack(after time: MonotonicInstant) {
-        session.takeBack(after: time)
+    func takesAhead(_ message: MIDIMessage) -> Bool {
+        true
+    }
+
+    func receiveAhead(_ message: MIDIMessage, routedFrom event: MIDIEvent, to recipients: Recipients, ticket: TimedTicket) {
+        session.send(message, at: event.time, to: recipients, matching: glob, aheadFor: ticket.number)
+    }
+
+    func takeBack(after time: MonotonicInstant, ticket: TimedTicket) {
+        session.takeBack(after: time, owner: ticket.number)
     }
 
     func stop() {}
