@@ -173,6 +173,7 @@ public final class PCMPlayback: Sendable {
             // When each period is heard: the lowest of the last half second's readings (one reading alone strays by
             // the driver's pointer granularity, a jiffy on snd-aloop).
             var clock = PCMFrameClock(rate: Configuration.rate)
+            var paced: UInt64?
             while !shared.stopped.load(ordering: .acquiring) {
                 var delay: snd_pcm_sframes_t = 0
                 let queued = snd_pcm_delay(pcm, &delay) == 0 ? max(0, Int(delay)) : 0
@@ -185,6 +186,10 @@ public final class PCMPlayback: Sendable {
                 PCMSamples.convert(samples, to: format, into: &converted)
                 let written = converted.withUnsafeBytes { snd_pcm_writei(pcm, $0.baseAddress, snd_pcm_uframes_t(period)) }
                 if written > 0 { clock.advance(by: Int(written)) }
+                // A real device holds the period just written until it plays it, and blocks the write while its buffer
+                // is full: that paces this loop. One that holds less than that has played it at once (ALSA's null
+                // device): the loop waits a period's time itself, or it would spin at real-time priority.
+                if written == period, snd_pcm_delay(pcm, &delay) == 0, Int(delay) < period { pace(&paced) }
                 if written < 0 {
                     guard recover(Int32(written)) else { break }
                     clock.restart() // the stream starts again from its next frame
@@ -194,6 +199,17 @@ public final class PCMPlayback: Sendable {
             snd_pcm_close(pcm)
             shared.playing.store(false, ordering: .releasing)
             if shared.stopped.load(ordering: .acquiring) { shared.ended.signal() } else { waitForStop() }
+        }
+
+        /// Sleeps until a period after the last paced instant `last` (nanoseconds on the monotonic clock; from now the
+        /// first time, or after falling behind by more than a buffer), and makes that the last.
+        private func pace(_ last: inout UInt64?) {
+            let now = MonotonicClock.now().nanoseconds, period = UInt64(self.period) * 1_000_000_000 / UInt64(Configuration.rate)
+            var next = (last ?? now) + period
+            if next + 4 * period < now { next = now + period }
+            var time = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
+            last = next
         }
 
         /// Recovers from `error`; false when the playback must end.
