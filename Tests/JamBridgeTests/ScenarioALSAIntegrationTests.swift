@@ -1109,22 +1109,29 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             lab.stop()
             let master = clockRuns(lab.drumMachine.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
             let follower = clockRuns(lab.synth.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
-            let sync = try #require(clockComparison(master: master, follower: follower, from: started + 2, until: stopped),
-                                    "rack \(master.count) ticks, phone \(follower.count)")
-            print("netem \(netem): \(sync)")
-            #expect(sync.ticks.count >= 2_500, "\(sync)")
-            // On failure: how each device's song began (in ms from the rack's start command), each beat window's
-            // offset, and the daemons' jam lines.
+            // On failure, whichever fails: how each device's song began and every transport message it got (in ms
+            // from the rack's start command: a song broken off shows its Stop, Start or Continue), and the daemons'
+            // jam lines.
             func opening(_ reader: DeviceReader) -> String {
                 reader.heard(after: started - 0.5, before: started + 5).prefix(12)
                     .map { "\($0.message == .timingClock ? "tick" : "\($0.message)") \(ms(($0.time - started) * 1000))" }.joined(separator: ", ")
             }
-            let detail = """
+            func transport(_ reader: DeviceReader) -> String {
+                reader.heard(after: started - 0.5).filter { $0.message != .timingClock }.prefix(40)
+                    .map { "\($0.message) \(ms(($0.time - started) * 1000))" }.joined(separator: ", ")
+            }
+            let devices = """
                 rack's device: \(opening(lab.drumMachine))
+                  its transport: \(transport(lab.drumMachine))
                 phone's device: \(opening(lab.synth))
-                beats: \(sync.beats.offsets.map { ($0 * 10).rounded() / 10 })
+                  its transport: \(transport(lab.synth))
                 \(lab.jamLines)
                 """
+            let sync = try #require(clockComparison(master: master, follower: follower, from: started + 2, until: stopped),
+                                    "rack \(master.count) ticks, phone \(follower.count)\n\(devices)")
+            print("netem \(netem): \(sync)")
+            let detail = "beats: \(sync.beats.offsets.map { ($0 * 10).rounded() / 10 })\n\(devices)"
+            #expect(sync.ticks.count >= 2_500, "\(sync)\n\(detail)")
             // Paired by index, a slip would put every beat after it a period (20.8 ms) off: none is half a period off.
             // (Clock sync goes through the jitter too, and the VM stalls: 0-50 ms put one beat 5.1 ms off, 2026-11-27.)
             #expect(sync.beats.meanAbsolute < 2 && sync.beats.maximum < 10, "\(sync)\n\(detail)")
