@@ -39,10 +39,11 @@ enum TimedAhead: Hashable, Sendable {
 /// while something waits: nothing wakes when nothing is due.
 public final class TimedOutput: @unchecked Sendable { // on the engine's queue
     /// How long before its time what goes ahead is handed to a sink that sends at a message's time: longer than the
-    /// engine's queue is held or its thread kept from running on a busy machine (85 ms measured under issue 30's load,
-    /// up to 196 ms beside two busy loops: BENCHMARKS.md, issue 42). What is withdrawn is never sent, so it costs no
-    /// latency; each packet sent to a peer meanwhile prepares its ticks again (`RTPMIDISession.sending`).
-    static let lead: UInt64 = 250_000_000
+    /// engine's queue is held or its thread kept from running on a busy machine (85 ms measured under issue 30's load;
+    /// beside two busy loops up to 196 ms, but 250 ms broke a late joiner's Song Position and Continue at an ALSA
+    /// output, which can take back only ticks: BENCHMARKS.md, issue 42). What is withdrawn is never sent, so it costs
+    /// no latency; each packet sent to a peer meanwhile prepares its ticks again (`RTPMIDISession.sending`).
+    static let lead: UInt64 = 100_000_000
 
     private enum Work {
         /// Routed from its source (only to `recipients`, if given).

@@ -14,11 +14,11 @@ import Transport
 /// that a datagram leaves exactly once or never. Made when the first datagram is prepared ahead, so that a daemon
 /// without a jam has no such thread.
 final class TimedDatagrams: PacketLane, @unchecked Sendable { // slots: see `Slot`
-    /// Slots in the ring (1500 bytes each: 1.5 MB); beyond, the session sends at once. The jam prepares ticks
-    /// `TimedOutput.lead` ahead: 12 a peer at 120 BPM, 30 at 300 (960 for 32 peers); but each packet sent to a peer
-    /// meanwhile takes its ticks back and posts them again in new slots (a thousand a second under a flood of notes),
-    /// which the thread frees only as it passes them: past half full, a post wakes it to.
-    static let capacity = 1024
+    /// Slots in the ring (1500 bytes each: 768 KB); beyond, the session sends at once. The jam prepares ticks
+    /// `TimedOutput.lead` ahead: 5 a peer at 120 BPM, 13 at 300; but each packet sent to a peer meanwhile takes its
+    /// ticks back and posts them again in new slots (a thousand a second under a flood of notes), which the thread
+    /// frees only as it passes them: past half full, a post wakes it to.
+    static let capacity = 512
 
     /// One datagram's place. Its fields are written on the engine's queue before `tail` publishes it, and read by the
     /// thread after it read `tail`; `state` is what both change.
