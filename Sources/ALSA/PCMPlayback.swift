@@ -202,7 +202,7 @@ public final class PCMPlayback: Sendable {
         }
 
         /// Sleeps until a period after the last paced instant `last` (nanoseconds on the monotonic clock; from now the
-        /// first time, or after falling behind by more than a buffer), and makes that the last.
+        /// first time, or after falling more than 4 periods behind), and makes that the last.
         private func pace(_ last: inout UInt64?) {
             let now = MonotonicClock.now().nanoseconds, period = UInt64(self.period) * 1_000_000_000 / UInt64(Configuration.rate)
             var next = (last ?? now) + period

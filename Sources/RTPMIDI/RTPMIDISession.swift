@@ -593,11 +593,20 @@ public final class RTPMIDISession {
     public func send(_ message: MIDIMessage, at time: MonotonicInstant, to accepting: (PeerInfo) -> Bool = { _ in true }) {
         let tick = UInt32(truncatingIfNeeded: SessionClock.ticks(time))
         lastSendTime = time
-        for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
-            peer.releasedSinceSync.insertRelease(message)
+        forEachRecipient(of: message, accepting: accepting) { peer in
             sending(to: peer, finishes: peer.sender.sends(appending: message, tick: tick)) { sender, send in
                 sender.append(message, tick: tick, send)
             }
+        }
+    }
+
+    /// Runs `body` for each connected peer `accepting` that `message` goes to (a note-off or pedal release only to
+    /// those sent its note-on or press), noting the release for the journal; a release for a peer away for a moment
+    /// is kept for when it is back.
+    private func forEachRecipient(of message: MIDIMessage, accepting: (PeerInfo) -> Bool, _ body: (SessionPeer) -> Void) {
+        for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
+            peer.releasedSinceSync.insertRelease(message)
+            body(peer)
         }
         for index in departed.indices where accepting(departed[index].peer.info)
             && departed[index].peer.sent.admitRelease(message) {
@@ -615,8 +624,7 @@ public final class RTPMIDISession {
     public func sendAhead(_ message: MIDIMessage, at time: MonotonicInstant, owner: Int,
                           to accepting: (PeerInfo) -> Bool = { _ in true }) {
         guard lane != nil else { return send(message, at: time, to: accepting) }
-        for peer in peers.values where accepting(peer.info) && peer.sent.admit(message) {
-            peer.releasedSinceSync.insertRelease(message)
+        forEachRecipient(of: message, accepting: accepting) { peer in
             // Not while commands wait in the sender: they would leave with the first packet posted; `flush` posts
             // them after those.
             let postsNow = peer.sender.isEmpty
@@ -633,10 +641,6 @@ public final class RTPMIDISession {
                 peer.withdrawn.insert(AheadPacket(messages: [(message, owner)], time: time, senderBefore: peer.sender), at: index)
             }
             if postsNow { repostWithdrawn(peer) }
-        }
-        for index in departed.indices where accepting(departed[index].peer.info)
-            && departed[index].peer.sent.admitRelease(message) {
-            departed[index].releases.append(message)
         }
     }
 
@@ -660,18 +664,7 @@ public final class RTPMIDISession {
     /// that order; at one instant, those taken back first (they were posted first).
     private static func inOrder(_ taken: [AheadPacket], _ waiting: [AheadPacket]) -> [AheadPacket] {
         guard let first = waiting.first, let last = taken.last, last.time > first.time else { return taken + waiting }
-        var merged: [AheadPacket] = [], (t, w) = (0, 0)
-        merged.reserveCapacity(taken.count + waiting.count)
-        while t < taken.count || w < waiting.count {
-            if w == waiting.count || (t < taken.count && taken[t].time <= waiting[w].time) {
-                merged.append(taken[t])
-                t += 1
-            } else {
-                merged.append(waiting[w])
-                w += 1
-            }
-        }
-        return merged
+        return (taken + waiting).enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
     }
 
     /// Sends every queued message now; while a peer's journal is unconfirmed, a journal-only

@@ -130,33 +130,24 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         let at = time ?? MonotonicClock.now()
         let mine = (released.elements + waiting.elements).filter { $0.ticket == ticket }
             .sorted { ($0.due, $0.order) < ($1.due, $1.order) }
-        // What was posted: what went ahead and is not due, and what waits to be routed, by its time (what went
-        // ahead first at one instant: it was released first).
-        var early = (routedEarly[ticket] ?? []).filter { $0.time > at }
-        let routes = mine.filter { entry in
-            guard case .route = entry.work else { return false }
-            return time.map { entry.due > $0 } ?? true
+        // What was posted, by its time: what went ahead and is not due (first at one instant: it was released
+        // first), and what waits to be routed (with its order).
+        let early = (routedEarly[ticket] ?? []).filter { $0.time > at }.map { (event: $0, order: UInt64?.none) }
+        let routes = mine.compactMap { entry -> (event: MIDIEvent, order: UInt64?)? in
+            guard case .route(let event, _) = entry.work, time.map({ entry.due > $0 }) ?? true else { return nil }
+            return (event, entry.order)
         }
+        let posted = (early + routes).enumerated().sorted { ($0.element.event.time, $0.offset) < ($1.element.event.time, $1.offset) }
         var bySource: [EndpointID: NoteWithdrawal] = [:], withdrawn: [MIDIEvent] = [], taken: Set<UInt64> = []
-        var next = (early: 0, route: 0)
-        while next.early < early.count || next.route < routes.count {
-            if next.route == routes.count || (next.early < early.count && early[next.early].time <= routes[next.route].due) {
-                let event = early[next.early]
-                if bySource[event.source, default: NoteWithdrawal()].takesBack(event.message) {
-                    withdrawn.append(event)
-                    early[next.early].time = at // gone: not taken back again
-                }
-                next.early += 1
-            } else {
-                let entry = routes[next.route]
-                guard case .route(let event, _) = entry.work else { preconditionFailure("only routes") }
-                // All of it: the engine releases what the source holds of what was routed.
-                if time == nil || bySource[event.source, default: NoteWithdrawal()].takesBack(event.message) {
-                    withdrawn.append(event)
-                    taken.insert(entry.order)
-                }
-                next.route += 1
+        var stillEarly: [MIDIEvent] = []
+        for (event, order) in posted.map(\.element) {
+            // What waits is all taken back when the source stops: the engine releases what it holds of what was routed.
+            guard (time == nil && order != nil) || bySource[event.source, default: NoteWithdrawal()].takesBack(event.message) else {
+                if order == nil { stillEarly.append(event) }
+                continue
             }
+            withdrawn.append(event)
+            if let order { taken.insert(order) }
         }
         // What was routed ahead and waits for its time at a sink that does not send at a message's time: as the
         // sink would have sent it.
@@ -173,7 +164,7 @@ public final class TimedOutput: @unchecked Sendable { // on the engine's queue
         }
         released.removeAll { taken.contains($0.order) }
         waiting.removeAll { taken.contains($0.order) }
-        routedEarly[ticket] = time == nil ? nil : early.filter { $0.time > at }
+        routedEarly[ticket] = time == nil ? nil : stillEarly
         if let sinks = handedAhead[ticket] {
             engine.takeBack(after: at, ticket: ticket, from: sinks)
             if time == nil { handedAhead[ticket] = nil }
