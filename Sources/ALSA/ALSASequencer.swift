@@ -212,14 +212,19 @@ public final class ALSASequencer: @unchecked Sendable {
     /// this late (see `start`).
     public private(set) var queueStartUncertainty: UInt64 = 0
 
-    /// Takes back the clock ticks scheduled through the queue for `time` or later that have not left (the jam's song
-    /// stopped or changed hands); false if the sequencer refused.
+    /// Takes back the clock and transport (ticks, Start, Stop, Continue, Song Position) scheduled through the queue
+    /// for after `time` that have not left (the jam's song stopped, changed hands or was re-timed: what it hands out
+    /// again must not meet what it handed before); false if the sequencer refused.
     @discardableResult
-    public func removeScheduledClock(after time: MonotonicInstant) -> Bool {
+    public func removeScheduledClockAndTransport(after time: MonotonicInstant) -> Bool {
         guard queueID >= 0 else { return true }
-        let at = time.nanoseconds > queueStart.nanoseconds ? time.nanoseconds - queueStart.nanoseconds : 0
-        return jambridge_alsa_remove_scheduled(handle, queueID, UInt8(SND_SEQ_EVENT_CLOCK.rawValue),
-                                               UInt32(at / 1_000_000_000), UInt32(at % 1_000_000_000)) >= 0
+        // The kernel takes back what is due at the time given or later: one nanosecond on, what is due after `time`.
+        let at = time.nanoseconds >= queueStart.nanoseconds ? time.nanoseconds - queueStart.nanoseconds + 1 : 0
+        let types = [SND_SEQ_EVENT_CLOCK, SND_SEQ_EVENT_START, SND_SEQ_EVENT_STOP, SND_SEQ_EVENT_CONTINUE, SND_SEQ_EVENT_SONGPOS]
+        return types.allSatisfy { type in
+            jambridge_alsa_remove_scheduled(handle, queueID, UInt8(type.rawValue), UInt32(at / 1_000_000_000),
+                                            UInt32(at % 1_000_000_000)) >= 0
+        }
     }
 
     /// The ports subscribed to what our port `port` sends (ours and anyone's connections, aconnect's too).

@@ -86,11 +86,11 @@ public struct OutputBacklog: Sendable {
         piece.isRealTime ? realTime > 0 : !isEmpty
     }
 
-    /// Forgets the clock ticks waiting that are stamped after `time` (the jam took them back).
-    public mutating func removeClock(after time: MonotonicInstant) {
+    /// Forgets the clock and transport waiting that is stamped after `time` (the jam took it back).
+    public mutating func removeClockAndTransport(after time: MonotonicInstant) {
         kept.removeAll { entry in
-            guard case .message(.timingClock, let stamped, _) = entry.piece, stamped > time else { return false }
-            realTime -= 1
+            guard case .message(let message, let stamped, _) = entry.piece, message.isClockOrTransport, stamped > time else { return false }
+            if entry.piece.isRealTime { realTime -= 1 }
             return true
         }
     }

@@ -156,8 +156,9 @@ private final class Countdown: @unchecked Sendable {
         sender.close()
     }
 
-    /// Clock ticks scheduled ahead and taken back never arrive; the ticks due before, and a note after, do.
-    @Test func clockTicksTakenBackFromTheQueueNeverArrive() throws {
+    /// Clock and transport scheduled ahead and taken back never arrive (a re-timed song's Song Position and Continue
+    /// with its ticks); those due before, and a note after, do.
+    @Test func clockAndTransportTakenBackFromTheQueueNeverArrive() throws {
         let sender = try ALSASequencer(clientName: "jambridge clock sender")
         let receiver = try ALSASequencer(clientName: "jambridge clock receiver")
         #expect(sender.schedulesAhead)
@@ -171,12 +172,16 @@ private final class Countdown: @unchecked Sendable {
         }
         let now = MonotonicClock.now()
         let due = (1...4).map { now.advanced(byNanoseconds: UInt64($0) * 300_000_000) }
+        _ = try sender.send(.start, from: out, at: due[0])
         for time in due { _ = try sender.send(.timingClock, from: out, at: time) }
+        _ = try sender.send(.stop, from: out, at: due[1])
+        _ = try sender.send(.songPosition(UInt14(masking: 16)), from: out, at: due[1])
+        _ = try sender.send(.continue, from: out, at: due[1])
         _ = try sender.send(.noteOn(channel: .max, note: .max, velocity: .max), from: out, at: due[3])
-        #expect(sender.removeScheduledClock(after: now.advanced(byNanoseconds: 450_000_000)))
+        #expect(sender.removeScheduledClockAndTransport(after: due[0]))
         Thread.sleep(forTimeInterval: 2)
         let got = queue.sync { arrivals.messages.map(\.message) }
-        #expect(got == [.timingClock, .noteOn(channel: .max, note: .max, velocity: .max)])
+        #expect(got == [.start, .timingClock, .noteOn(channel: .max, note: .max, velocity: .max)])
         receiver.close()
         sender.close()
     }

@@ -22,9 +22,9 @@ private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
 
     var timed: TimedOutput? { routing.timed }
     var schedulesAhead: Bool { true }
-    /// The instants after which the port asked the sequencer to take back the ticks scheduled.
+    /// The instants after which the port asked the sequencer to take back the clock and transport scheduled.
     var removedAfter: [MonotonicInstant] = []
-    func removeScheduledClock(after time: MonotonicInstant) { removedAfter.append(time) }
+    func removeScheduledClockAndTransport(after time: MonotonicInstant) { removedAfter.append(time) }
 
     func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]? { nil }
 
@@ -58,8 +58,8 @@ private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
         ALSAPortSink(client: client, port: 1, endpointName: "synth", pattern: nil)
     }
 
-    /// Ticks the jam takes back leave neither the sequencer's queue nor what waits for room.
-    @Test func withdrawnTicksLeaveNeitherTheQueueNorTheBacklog() {
+    /// Ticks and transport the jam takes back leave neither the sequencer's queue nor what waits for room.
+    @Test func withdrawnTicksAndTransportLeaveNeitherTheQueueNorTheBacklog() {
         let client = FullPoolClient()
         client.full = true
         let sink = sink(client)
@@ -67,6 +67,8 @@ private final class FullPoolClient: ALSAPortClient, @unchecked Sendable {
         let now = MonotonicClock.now()
         client.engine.sync {
             for k in 0..<4 { sink.receive(.timingClock, at: now.advanced(byNanoseconds: UInt64(k) * 20_000_000), to: .everyone) }
+            sink.receive(.stop, at: now.advanced(byNanoseconds: 40_000_000), to: .everyone)
+            sink.receive(.continue, at: now.advanced(byNanoseconds: 40_000_000), to: .everyone)
             sink.takeBack(after: now.advanced(byNanoseconds: 30_000_000), ticket: client.routing.timed.ticket(ahead: .clockAndTransport))
             client.full = false
         }

@@ -113,10 +113,10 @@ final class ALSAClient: @unchecked Sendable {
 
     var schedulesAhead: Bool { sequencer.schedulesAhead }
 
-    func removeScheduledClock(after time: MonotonicInstant) {
-        guard sequencer.removeScheduledClock(after: time) else {
+    func removeScheduledClockAndTransport(after time: MonotonicInstant) {
+        guard sequencer.removeScheduledClockAndTransport(after: time) else {
             failures += 1
-            if isLogged(failures) { logger.warning("cannot take back the clock ticks scheduled ahead (\(failures) failures so far)") }
+            if isLogged(failures) { logger.warning("cannot take back the clock and transport scheduled ahead (\(failures) failures so far)") }
             return
         }
     }
@@ -263,8 +263,8 @@ protocol ALSAPortClient: AnyObject {
     var timed: TimedOutput? { get }
     /// True if what is stamped ahead leaves at its time (the sequencer's queue).
     var schedulesAhead: Bool { get }
-    /// Takes back the clock ticks scheduled for after `time` that have not left.
-    func removeScheduledClock(after time: MonotonicInstant)
+    /// Takes back the clock and transport scheduled for after `time` that have not left.
+    func removeScheduledClockAndTransport(after time: MonotonicInstant)
     func destinations(of port: Int32, for recipients: Recipients) -> [SequencerAddress]?
     func write(_ piece: PacedOutput.Piece, from port: Int32, to destination: SequencerAddress?) -> SendOutcome
     func count(_ lost: OutputBacklog.Dropped, endpoint: String)
@@ -299,10 +299,10 @@ final class ALSAPortSink: TimedSink, @unchecked Sendable {
     /// What is stamped ahead leaves through the sequencer's queue at its time.
     var sendsAtItsTime: Bool { client.schedulesAhead }
 
-    /// Takes back the clock after `time`: only the jam's clock and transport are handed to it ahead.
+    /// Takes back the clock and transport after `time`: all that is handed to it ahead (`takesAhead`), the jam's.
     func takeBack(after time: MonotonicInstant, ticket: TimedTicket) {
-        backlog.removeClock(after: time)
-        client.removeScheduledClock(after: time)
+        backlog.removeClockAndTransport(after: time)
+        client.removeScheduledClockAndTransport(after: time)
     }
 
     func receive(_ message: MIDIMessage, at time: MonotonicInstant, to recipients: Recipients) {
