@@ -125,17 +125,22 @@ public struct ClockFollower: BeatTimeline, Sendable {
         return true
     }
 
-    /// Start: the next tick is the song's downbeat.
+    /// Start: the next tick is the song's downbeat, and the loop starts again from it (the period kept): a new song's
+    /// ticks, a new master's perhaps, are no continuation of the last ones.
     public mutating func start() {
         counters.starts += 1
         resumeTick = 0
         state = .armed(tick: 0)
+        samples = 0
     }
 
-    /// Continue: the next tick is the song position's. Ignored while running.
+    /// Continue: the next tick is the song position's, the loop starting again from it as at a Start. Ignored while
+    /// running.
     public mutating func resume() {
         counters.starts += 1
-        if state != .running { state = .armed(tick: resumeTick) }
+        guard state != .running else { return }
+        state = .armed(tick: resumeTick)
+        samples = 0
     }
 
     /// Stop: the song stops after the last tick; the tempo is still followed.

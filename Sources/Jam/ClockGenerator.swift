@@ -46,6 +46,22 @@ public struct ClockGenerator: BeatTimeline, Sendable {
     private var pendingBeatTick = 0
     /// The time of the last message handed out: nothing later may be due before it.
     private var lastScheduled = MonotonicInstant(nanoseconds: 0)
+    /// What was handed out lately, in order, for `withdraw` to take back exactly (at most `handedOutKept`: far more
+    /// than is ever handed out ahead).
+    private var handedOut: [HandedOut] = []
+    static let handedOutKept = 512
+    /// Transport that `withdraw` took back before its song's first tick went (a Start, or a Song Position and
+    /// Continue): handed out again with the tick at `position`, at that tick's time.
+    private var retake: [MIDIMessage] = []
+
+    /// A message handed out: the tick it goes with (its own, or the one a Start or Continue comes with) and the tempo
+    /// then.
+    private struct HandedOut {
+        var message: MIDIMessage
+        var time: MonotonicInstant
+        var tick: Int
+        var tempo: Double
+    }
 
     /// A stopped generator at `tempo` (clamped into `tempoRange`; 120 if not a positive number).
     public init(tempo: Double = 120) {
@@ -78,6 +94,7 @@ public struct ClockGenerator: BeatTimeline, Sendable {
     public mutating func start(at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
         applyPendingTempo()
         position = 0
+        retake = []
         run(from: schedule(.start, at: time, emit: emit))
     }
 
@@ -88,6 +105,7 @@ public struct ClockGenerator: BeatTimeline, Sendable {
             counters.refusedCommands += 1
             return
         }
+        retake = []
         let sixteenths = MIDIClock.sixteenth(atOrAfter: position)
         // A song position has 14 bits: past 16384 sixteenths (1024 bars of 4/4) it wraps, which keeps the bar.
         let wrapped = sixteenths % 0x4000
@@ -108,12 +126,15 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         return true
     }
 
-    /// Stops the song: Stop at `time` (or after the last tick handed out), and no tick after it.
+    /// Stops the song: Stop at `time` (or after the last tick handed out), and no tick after it. A song whose Start
+    /// (or Continue) was taken back and not handed out again gets no Stop: its outputs never started.
     public mutating func stop(at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
         guard isRunning else { return }
         isRunning = false
         applyPendingTempo()
-        _ = schedule(.stop, at: time, emit: emit)
+        let started = retake.isEmpty
+        retake = []
+        if started { _ = schedule(.stop, at: time, emit: emit) }
     }
 
     /// Puts the ticks not handed out yet on another timeline (a shared one's, Ableton Link's): the next at `time`, at
@@ -127,25 +148,58 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         anchorTime = time
     }
 
-    /// Takes back the ticks handed out that fall after `time` (handed out ahead, not yet played): `ticks` hands them
-    /// out again, and a Stop goes at `time`, not after them. Returns true if it took any back.
+    /// Takes back what was handed out for after `time` (handed out ahead, not yet played), as the outputs take it
+    /// back: `ticks` hands the ticks out again on the timeline as it then is, and a Start or Continue taken back goes
+    /// again with its song's first tick; a tempo change taken back waits again for its beat. A Stop goes at `time`,
+    /// not after them. Returns true if it took anything back.
     public mutating func withdraw(after time: MonotonicInstant) -> Bool {
         guard isRunning, lastScheduled > time else { return false }
-        var withdrew = false
-        while position > anchorTick, tickTime(position - 1) > time {
-            position -= 1
+        var withdrew = false, songBegins = false
+        while let last = handedOut.last, last.time > time {
+            handedOut.removeLast()
             withdrew = true
+            // What came before the Start or Continue taken back was another song's (a restart): only taken back.
+            guard !songBegins else { continue }
+            switch last.message {
+            case .timingClock:
+                rewind(to: last)
+            case .start, .continue:
+                retake = [last.message]
+                if last.message == .continue, let position = handedOut.last, case .songPosition = position.message {
+                    handedOut.removeLast()
+                    retake.insert(position.message, at: 0)
+                }
+                rewind(to: last)
+                songBegins = true
+            default:
+                break
+            }
         }
-        lastScheduled = max(time, position > anchorTick ? tickTime(position - 1) : anchorTime)
+        lastScheduled = max(time, handedOut.last?.time ?? time)
         return withdrew
     }
 
-    /// Hands out every tick due before `horizon`, in order.
+    /// The next tick to hand out is `taken`'s; one handed out at another tempo (a change applied within what is taken
+    /// back) puts that tempo back, at its time, and the change waits again for its beat.
+    private mutating func rewind(to taken: HandedOut) {
+        position = taken.tick
+        guard taken.tempo != tempo else { return }
+        pendingTempo = tempo
+        pendingBeatTick = anchorTick
+        tempo = taken.tempo
+        period = MIDIClock.tickPeriod(bpm: taken.tempo)
+        anchorTick = taken.tick
+        anchorTime = taken.time
+    }
+
+    /// Hands out every tick due before `horizon`, in order (a Start or Continue taken back with the first).
     public mutating func ticks(until horizon: MonotonicInstant, emit: (ScheduledMessage) -> Void) {
         while isRunning {
             if pendingTempo != nil, position == pendingBeatTick { applyPendingTempo() }
             let due = tickTime(position)
             guard due < horizon else { return }
+            for message in retake { _ = schedule(message, at: due, emit: emit) }
+            retake = []
             _ = schedule(.timingClock, at: due, emit: emit)
             position += 1
         }
@@ -162,6 +216,10 @@ public struct ClockGenerator: BeatTimeline, Sendable {
         return SongLine(tick: Double(anchorTick), time: anchorTime, period: period,
                         change: pendingTempo.map { (Double(pendingBeatTick), MIDIClock.tickPeriod(bpm: $0)) })
     }
+
+    /// True while the song's Start (or Continue) was taken back and waits to go again with its first tick: its outputs
+    /// have not started.
+    public var awaitsItsStart: Bool { isRunning && !retake.isEmpty }
 
     /// When the next tick is due; nil while stopped.
     public var nextTickTime: MonotonicInstant? { isRunning ? time(atTick: Double(position)) : nil }
@@ -203,6 +261,8 @@ public struct ClockGenerator: BeatTimeline, Sendable {
     private mutating func schedule(_ message: MIDIMessage, at time: MonotonicInstant, emit: (ScheduledMessage) -> Void) -> MonotonicInstant {
         let due = max(time, lastScheduled)
         lastScheduled = due
+        if handedOut.count >= Self.handedOutKept { handedOut.removeFirst(Self.handedOutKept / 2) }
+        handedOut.append(HandedOut(message: message, time: due, tick: position, tempo: tempo))
         emit(ScheduledMessage(message, at: due))
         return due
     }

@@ -128,6 +128,9 @@ public struct JamConductor: Sendable {
         public var transportOverRate = 0
         /// Transport messages whose sender time was earlier than their trip allows, taken as sent at arrival.
         public var backdated = 0
+        /// Moves of the song this instance leads (Stop, Song Position, Continue): the shared timeline jumped by more
+        /// than a sixteenth, or more than a sixteenth's ticks were overdue.
+        public var repositions = 0
     }
 
     /// Transport (Start, Stop, Continue, Song Position, and this instance's start, stop and tempo commands) passes at
@@ -187,6 +190,8 @@ public struct JamConductor: Sendable {
     /// How far the generator's next tick may be from the shared timeline's before it is put back on it, and beyond
     /// which the ticks handed out ahead are taken back first.
     static let shareTolerance = 50_000.0, shareWithdrawal = 1_000_000.0
+    /// How long after a reposition's Stop its Continue goes at the earliest.
+    static let repositionGap: UInt64 = 2_000_000
     /// How late a start from the shared timeline may be heard before its bar line counts as missed (the next is taken).
     static let sharedStartMissed = 50_000_000.0
     /// The start of a song the clock outputs play, which this instance's own start takes over, and how many of its
@@ -395,7 +400,6 @@ public struct JamConductor: Sendable {
             if generator.tempo != timeline.tempo { generator.setTempo(timeline.tempo) }
             return
         }
-        let ticks = { (tick: Int) in Double(tick) / Double(MIDIClock.ticksPerBeat) }
         let origin = sharedOrigin ?? timeline.beat(at: planned) - ticks(generator.position)
         sharedOrigin = origin
         let shift = abs(timeline.time(atBeat: origin + ticks(generator.position)).nanoseconds(since: planned))
@@ -403,8 +407,39 @@ public struct JamConductor: Sendable {
         guard retimed || shift > Self.shareTolerance else { return }
         if retimed || shift > Self.shareWithdrawal { withdrawAhead(now: now, emit: emit) }
         // The next tick's place read again: taking back what was handed out ahead moves the next tick back.
-        generator.align(nextTickAt: timeline.time(atBeat: origin + ticks(generator.position)), tempo: timeline.tempo)
+        let next = timeline.time(atBeat: origin + ticks(generator.position))
+        if generator.awaitsItsStart, next.nanoseconds(since: now) < -Double(Self.earlyTolerance) {
+            // Its bar line passed while the song waited for it (the session's phase jumped): the next bar line.
+            let barLine = timeline.barLine(atOrAfter: now)
+            sharedOrigin = barLine - ticks(generator.position)
+            songStart = timeline.time(atBeat: barLine)
+            generator.align(nextTickAt: timeline.time(atBeat: barLine), tempo: timeline.tempo)
+        } else if !generator.awaitsItsStart, shift > Double(MIDIClock.ticksPerSixteenth) * MIDIClock.tickPeriod(bpm: timeline.tempo) {
+            // The song moves as far as the session did, on its first sixteenth at least `repositionGap` from now.
+            let earliest = timeline.beat(at: now.advanced(byNanoseconds: Self.repositionGap)) - origin
+            let sixteenth = max(0, Int((earliest * 4).rounded(.up)))
+            let beat = origin + Double(sixteenth) / 4
+            generator.setTempo(timeline.tempo)
+            reposition(toSixteenth: sixteenth, at: timeline.time(atBeat: beat), now: now, emit: emit)
+            sharedOrigin = beat - ticks(generator.position)
+        } else {
+            generator.align(nextTickAt: next, tempo: timeline.tempo)
+        }
     }
+
+    /// Moves the song this instance leads to `sixteenth`, its Continue due at `time`, as MIDI devices take a jump: a
+    /// playing device ignores a Song Position, so Stop now, then Song Position and Continue (at distinct instants: one
+    /// Start, Stop or Continue goes at one instant). A tempo set while running waits for its beat: set it after.
+    private mutating func reposition(toSixteenth sixteenth: Int, at time: MonotonicInstant, now: MonotonicInstant,
+                                     emit: (JamOutput) -> Void) {
+        generator.stop(at: now) { Self.send($0, emit: emit) }
+        generator.locate(sixteenths: sixteenth % 0x4000)
+        generator.continue(at: time) { Self.send($0, emit: emit) }
+        counters.repositions += 1
+    }
+
+    /// `tick` in quarter notes.
+    private func ticks(_ tick: Int) -> Double { Double(tick) / Double(MIDIClock.ticksPerBeat) }
 
     /// This instance leaves (the daemon stops, or the jam goes): a clock it runs stops at its own outputs, and its
     /// session's peers get no Stop. Leaving is not stopping: they learn it from the session's goodbye (BY) and do
@@ -454,6 +489,17 @@ public struct JamConductor: Sendable {
     /// clock fell silent.
     public mutating func fire(now: MonotonicInstant, ahead: UInt64 = 0, emit: (JamOutput) -> Void) {
         let horizon = now.advanced(byNanoseconds: ahead + Self.earlyTolerance)
+        let sixteenthLong = Double(MIDIClock.ticksPerSixteenth) * MIDIClock.tickPeriod(bpm: generator.tempo)
+        if !generator.awaitsItsStart, let next = generator.nextTickTime, now.nanoseconds(since: next) > sixteenthLong,
+           let tick = generator.tick(at: now.advanced(byNanoseconds: Self.repositionGap)) {
+            // More than a sixteenth's ticks overdue (the engine was held): the devices are moved to the song's place
+            // rather than sent them at once.
+            let sixteenth = MIDIClock.sixteenth(atOrAfter: Int(tick.rounded(.up)))
+            if let time = generator.time(atTick: Double(sixteenth * MIDIClock.ticksPerSixteenth)) {
+                withdrawAhead(now: now, emit: emit)
+                reposition(toSixteenth: sixteenth, at: time, now: now, emit: emit)
+            }
+        }
         if !joiners.isEmpty, let (sixteenth, due) = comingSixteenth, due < horizon {
             // Its ticks before, the greeting, then its first tick.
             handOutTicks(until: due, emit: emit)
@@ -595,7 +641,9 @@ public struct JamConductor: Sendable {
     /// there. Nil without a shared timeline whose tempo the generator can play.
     private func sharedDownbeat(now: MonotonicInstant, requested: MonotonicInstant?) -> (beat: Double, time: MonotonicInstant)? {
         guard let shared, ClockGenerator.tempoRange.contains(shared.tempo) else { return nil }
-        var barLine = shared.barLine(atOrAfter: requested ?? now)
+        // A start asked for more than a bar ahead is no Link app's: a forged start time, taken as now.
+        let bar = shared.quantum * 60e9 / shared.tempo
+        var barLine = shared.barLine(atOrAfter: requested.flatMap { $0.nanoseconds(since: now) <= bar ? $0 : nil } ?? now)
         guard shared.peers > 0 else { return (barLine, now) }
         if shared.time(atBeat: barLine).nanoseconds(since: now) < -Self.sharedStartMissed { barLine = shared.barLine(atOrAfter: now) }
         return (barLine, shared.time(atBeat: barLine))

@@ -97,4 +97,51 @@ import Testing
         #expect(generator.counters == ClockGenerator.Counters(refusedTempos: 10, refusedCommands: 0))
         #expect(ClockGenerator(tempo: 0).tempo == 120 && ClockGenerator(tempo: 10_000).tempo == 300)
     }
+
+    /// Issue 43: a tempo change applied within what is taken back waits again for its beat: the ticks before it are
+    /// handed out again at the old tempo, none lost (it rewound no further than the beat), none twice.
+    @Test func aTempoChangeTakenBackWaitsAgainForItsBeat() {
+        var generator = ClockGenerator(tempo: 120)
+        var out: [ScheduledMessage] = []
+        generator.start(at: start) { out.append($0) }
+        out += run(&generator, from: 0, to: 0.62, lookahead: 0.1)
+        generator.setTempo(60)                                        // from beat 2 (tick 48, 1.0 s)
+        out += run(&generator, from: 0.62, to: 0.94, lookahead: 0.1)  // ticks up to 1.04 s: past the beat
+        #expect(generator.tempo == 60)
+        let withdrew = generator.withdraw(after: at(0.95))
+        #expect(withdrew)
+        out.removeAll { $0.time > at(0.95) }
+        out += run(&generator, from: 0.95, to: 3, lookahead: 0.1)
+        let ticks = out.dropFirst().map(\.time)
+        let old = MIDIClock.tickPeriod(bpm: 120), new = MIDIClock.tickPeriod(bpm: 60)
+        #expect(ticks.count > 60)
+        for (k, time) in ticks.enumerated() {
+            let expected = k <= 48 ? Double(k) * old : 48 * old + Double(k - 48) * new
+            #expect(abs(time.nanoseconds(since: start) - expected) <= 1, "tick \(k)")
+        }
+    }
+
+    /// Issue 43: a Start taken back before it went (the song waits for a bar line that moves) goes again with the
+    /// song's first tick on the new line, once; stopped before then, the song sends no Stop.
+    @Test func aStartTakenBackGoesAgainWithTheFirstTick() {
+        var generator = ClockGenerator(tempo: 120)
+        var out: [ScheduledMessage] = []
+        generator.start(at: at(8)) { out.append($0) }
+        let withdrew = generator.withdraw(after: at(0.2))
+        #expect(withdrew)
+        #expect(generator.awaitsItsStart)
+        out.removeAll { $0.time > at(0.2) }
+        generator.align(nextTickAt: at(3), tempo: 300)
+        out += run(&generator, from: 0.2, to: 3.5)
+        #expect(out.first == ScheduledMessage(.start, at: at(3)) && out.dropFirst().first == ScheduledMessage(.timingClock, at: at(3)))
+        #expect(out.filter { $0.message == .start }.count == 1 && !generator.awaitsItsStart)
+
+        var waiting = ClockGenerator(tempo: 120)
+        waiting.start(at: at(8)) { _ in }
+        let tookStart = waiting.withdraw(after: at(0.2))
+        #expect(tookStart)
+        var stopped: [ScheduledMessage] = []
+        waiting.stop(at: at(0.3)) { stopped.append($0) }
+        #expect(stopped.isEmpty && !waiting.isRunning)
+    }
 }

@@ -121,4 +121,102 @@ import Testing
         follower.conductor.share(session(tempo: 140), now: at(0.5)) { follower.outputs.append(($0, at(0.5))) }
         #expect(follower.conductor.generator.tempo == 120 && shares(follower).isEmpty)
     }
+
+    /// What the outputs play of `jam`'s deliveries: what is handed out ahead and then withdrawn is not.
+    func played(_ jam: ConductorHarness) -> [JamDelivery] {
+        var played: [JamDelivery] = []
+        for (output, _) in jam.outputs {
+            if case .deliver(let delivery) = output { played.append(delivery) }
+            if case .withdraw(let time) = output { played.removeAll { $0.time > time } }
+        }
+        return played
+    }
+
+    /// A session at 120 BPM whose beat 0 fell at 0 s, bars of 16 beats (8 s): the waits of issue 43.
+    func longBars() -> SharedTimeline { SharedTimeline(tempo: 120, beat: 0, at: at(0), quantum: 16, peers: 1) }
+
+    /// `timeline` changed at `time` as Link changes it (the beat at that instant kept), given to `jam`.
+    func change(_ jam: ConductorHarness, _ timeline: inout SharedTimeline, at time: Double, tempo: Double? = nil,
+                jump: Double = 0) {
+        jam.run(until: at(time))
+        timeline = SharedTimeline(tempo: tempo ?? timeline.tempo, beat: timeline.beat(at: at(time)) + jump, at: at(time),
+                                  quantum: timeline.quantum, peers: 1)
+        jam.conductor.share(timeline, now: at(time)) { jam.outputs.append(($0, at(time))) }
+    }
+
+    /// What a device makes of `played`: one Start, the ticks from it never before it, never twice at one instant nor
+    /// more than `gap` periods apart; the Start's and the ticks' times.
+    func expectOneStartAndEvenTicks(_ played: [JamDelivery], tempo: Double, gap: Double = 1.01,
+                                    sourceLocation: Testing.SourceLocation = #_sourceLocation) -> MonotonicInstant? {
+        let starts = played.filter { $0.message == .start }
+        #expect(starts.count == 1, "\(starts.count) Starts", sourceLocation: sourceLocation)
+        let ticks = played.filter { $0.message == .timingClock }.map(\.time)
+        let period = MIDIClock.tickPeriod(bpm: tempo)
+        let spacings = zip(ticks, ticks.dropFirst()).map { $1.nanoseconds(since: $0) / period }
+        #expect(spacings.allSatisfy { $0 > 0.99 && $0 < gap }, "ticks \(spacings.min() ?? 0) to \(spacings.max() ?? 0) periods apart",
+                sourceLocation: sourceLocation)
+        #expect(ticks.first == starts.first?.time, "the first tick with the Start", sourceLocation: sourceLocation)
+        return starts.first?.time
+    }
+
+    /// Issue 43: the session's tempo goes 300, 20 and 120 BPM within a second while the song waits 8 s for its bar
+    /// line: its Start moves with the bar line and goes once, with its first tick and the song's line there (the
+    /// drums play from it), and the ticks follow at the tempo (it stalled 14 s, then burst 678 ticks).
+    @Test func tempoChangesWhileTheSongWaitsForItsBarLineMoveItsStart() throws {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x1000, now: at(0))
+        jam.ahead = 100_000_000
+        var timeline = longBars()
+        jam.conductor.share(timeline, now: at(0)) { _ in }
+        _ = try jam.perform(.start, at: at(0.1)).get()
+        change(jam, &timeline, at: 0.3, tempo: 300)
+        change(jam, &timeline, at: 0.5, tempo: 20)
+        change(jam, &timeline, at: 0.7, tempo: 120)
+        let barLine = timeline.time(atBeat: 16)
+        jam.run(until: barLine.advanced(byNanoseconds: 5_000_000_000))
+        let start = expectOneStartAndEvenTicks(played(jam), tempo: 120)
+        #expect(start == barLine)
+        #expect(jam.conductor.songLine?.time(atTick: 0) == barLine, "the drums' line starts with the Start")
+    }
+
+    /// Issue 43: the session's phase jumps 7.5 beats forward while the song waits for its bar line, which then lies
+    /// in the past: the song starts on the next bar line, once (181 ticks went at the Start's instant); back again,
+    /// it still starts once (the Start was lost).
+    @Test(arguments: [[7.5], [7.5, -7.5]]) func phaseJumpsWhileTheSongWaitsForItsBarLine(jumps: [Double]) throws {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x1000, now: at(0))
+        jam.ahead = 100_000_000
+        var timeline = longBars()
+        jam.conductor.share(timeline, now: at(0)) { _ in }
+        _ = try jam.perform(.start, at: at(7))
+        for (k, jump) in jumps.enumerated() { change(jam, &timeline, at: 7.05 + 0.05 * Double(k), jump: jump) }
+        jam.run(until: at(25))
+        let start = try #require(expectOneStartAndEvenTicks(played(jam), tempo: 120))
+        #expect(timeline.beat(at: start).truncatingRemainder(dividingBy: 16).magnitude < 1e-6, "on a bar line")
+        #expect(start > at(7))
+    }
+
+    /// Issue 43: the session's phase jumps 7.5 beats either way while the song plays: the outputs get one reposition
+    /// as MIDI devices take it (Stop, then Song Position and Continue on the new line's next sixteenth), no burst
+    /// (180 ticks at once) and no gap (3.75 s).
+    @Test(arguments: [7.5, -7.5]) func aPhaseJumpWhileTheSongPlaysIsOneReposition(jump: Double) throws {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x1000, now: at(0))
+        jam.ahead = 100_000_000
+        var timeline = SharedTimeline(tempo: 120, beat: 0, at: at(0), quantum: 4, peers: 1)
+        jam.conductor.share(timeline, now: at(0)) { _ in }
+        _ = jam.perform(.start, at: at(0))
+        change(jam, &timeline, at: 20, jump: jump)
+        jam.run(until: at(25))
+        let played = played(jam)
+        let transport = played.filter { $0.message.isClockOrTransport && $0.message != .timingClock }
+        // The song began on beat 0, at 0 s; the Continue goes on the first sixteenth at least 2 ms after the jump.
+        let sixteenth = Int(((40 + jump + 0.004) * 4).rounded(.up))
+        #expect(transport.map(\.message) == [.start, .stop, .songPosition(UInt14(masking: UInt16(sixteenth))), .continue])
+        #expect(transport[1].time == at(20) && transport[3].time > at(20))
+        let ticks = played.filter { $0.message == .timingClock }.map(\.time)
+        let before = ticks.filter { $0 <= at(20) }, after = ticks.filter { $0 > at(20) }
+        #expect(after.first == transport[3].time && transport[3].time == timeline.time(atBeat: Double(sixteenth) / 4))
+        let period = MIDIClock.tickPeriod(bpm: 120)
+        #expect(zip(after, after.dropFirst()).allSatisfy { abs($1.nanoseconds(since: $0) - period) < 2 })
+        #expect(after.first!.nanoseconds(since: before.last!) < 7 * period, "no gap beyond a sixteenth")
+        #expect(jam.conductor.counters.repositions == 1)
+    }
 }
