@@ -63,6 +63,8 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
         var declaration: DrumsDeclaration
         var sequencer: DrumSequencer
         var playing = false
+        /// The song's line as last played along: a new one that puts now more than a sixteenth elsewhere is a jump.
+        var line: SongLine?
         /// What the engine's queue has not taken yet, in order.
         var outbox: [Output] = []
     }
@@ -191,6 +193,7 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
 
     private func play(_ song: PublishedSong.State, now: MonotonicInstant, state: inout State) -> MonotonicInstant? {
         guard let line = song.line else {
+            state.line = nil
             if state.playing {
                 state.playing = false
                 state.outbox.append(.withdraw(after: now))
@@ -199,7 +202,10 @@ final class DrumsPlayer: @unchecked Sendable { // `state`: behind its lock; the 
             return nil
         }
         let tick = line.tick(at: now)
-        if !state.playing || abs(tick - state.sequencer.position) > state.sequencer.style.time.barTicks {
+        // The song moved (a reposition: a Link session's jump, ticks overdue), or this thread was held a bar.
+        let jumped = state.line.map { abs($0.tick(at: now) - tick) > Double(MIDIClock.ticksPerSixteenth) } ?? false
+        state.line = line
+        if !state.playing || jumped || abs(tick - state.sequencer.position) > state.sequencer.style.time.barTicks {
             if state.playing { state.outbox.append(.withdraw(after: now)) }
             stream?.cancel()
             // From where the song was a look ago: a start's downbeat, seen up to a look late, plays late, not never.
