@@ -254,6 +254,53 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         print("Link flood: jambridge stop carried out \(stops.filter { $0 == 0 }.count) of 5; \(linkLines.count) lines of Link's starts and stops; \(transport.count) packets with Start or Stop, \(piled.count) with more than one")
     }
 
+    /// Issue 43, through real sockets: with bars of 16 beats, aalink changes the tempo to 300, 20 and 120 BPM within
+    /// a second after `jambridge start` (the song waiting 8 s for its bar line); then moves the session's beat 7.5
+    /// beats on, and 7.5 back. The session's clock (the jam leads) gets one Start, with the first tick; each jump is
+    /// one reposition (Stop, Song Position, Continue); never more than a tick at once, nor a gap of more than a
+    /// sixteenth. (It stalled 14 s and then sent 678 ticks at once; a jump sent 180 at once, or left 3.75 s without.)
+    @Test func linkTempoChangesAndPhaseJumpsMoveTheSongWithoutABurstOrAGap() throws {
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let peer = try LinkPeer(aalinkIn: lab, bpm: 120)
+        defer { peer.quit() }
+        _ = try peer.ask("quantum 16")
+        let port = freshSessionPort()
+        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory(), link: "{ quantum: 16 }"))
+        defer { daemon.interrupt() }
+        #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
+        let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
+        defer { listener.kill() }
+        try #require(listener.waitForLine(containing: "joined 0"))
+        let started = try jambridge(["start", "--pid", "\(daemon.pid)"])
+        #expect(started.out.contains("on the Link session's next bar line"), "\(started)")
+        for bpm in [300, 20, 120] {
+            _ = try peer.ask("tempo \(bpm)")
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        #expect(waitUntil(seconds: 12) { listener.packets.contains { $0.events.contains("start") } }, "\(daemon.errorSoFar)")
+        Thread.sleep(forTimeInterval: 3)
+        for jump in [7.5, -7.5] {
+            _ = try peer.ask("jump \(jump)")
+            Thread.sleep(forTimeInterval: 3)
+        }
+        let packets = listener.packets.filter { $0.events.contains { ["start", "stop", "continue", "tick"].contains($0) || $0.hasPrefix("spp:") } }
+        let transport = packets.flatMap { $0.events.filter { $0 != "tick" } }
+        let positions = transport.filter { $0.hasPrefix("spp:") }
+        #expect(transport.filter { $0 == "start" }.count == 1 && transport.first == "start", "\(transport)")
+        #expect(transport.dropFirst() == ["stop", positions.first ?? "spp", "continue", "stop", positions.last ?? "spp", "continue"][...],
+                "\(transport)")
+        let first = try #require(packets.first { $0.events.contains("start") })
+        #expect(first.events.contains("tick"), "the first tick with the Start: \(first.events)")
+        let ticks = packets.drop { !$0.events.contains("start") }.filter { $0.events.contains("tick") }
+        let most = ticks.map { $0.events.filter { $0 == "tick" }.count }.max() ?? 0
+        let gaps = zip(ticks, ticks.dropFirst()).map { ($1.arrival - $0.arrival) * 1000 }
+        let period = 60_000 / 120.0 / 24
+        #expect(ticks.count > 300 && most <= 2, "\(ticks.count) packets with ticks, at most \(most) in one")
+        #expect((gaps.max() ?? 0) < 6 * period + 15, "the longest gap \(gaps.max() ?? 0) ms")
+        print("Link tempo series and jumps: one Start, \(positions.count) repositions, \(ticks.count) packets with ticks, at most \(most) ticks in one, the longest gap \(((gaps.max() ?? 0) * 10).rounded() / 10) ms")
+    }
+
     /// jambridge leads a jam: aalink sees the session playing at the jam's tempo, its bars on the jam's downbeats, and
     /// stopping with the jam.
     @Test func aalinkPlaysTheJamJambridgeLeads() throws {

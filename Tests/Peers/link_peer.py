@@ -12,6 +12,8 @@ clock of jambridge and of the other peers' "t") at which its values hold:
   play              {"event": "play", STATE}                    starts, with beat 0 at the start (as Link apps do)
   stop              {"event": "stop", STATE}
   quantum Q         {"event": "quantum", STATE}                 this peer's quantum (beats per bar for the phase)
+  jump B            {"event": "jump", STATE}                    moves the whole session's beat by B beats at once
+                                                                (Link's forceBeatAtTime: every peer's phase jumps)
   startstop on|off  {"event": "startstop", STATE}               start/stop sync, on from the start
   enable / disable  {"event": "enable" | "disable", STATE}      joins / leaves the session
   watch             {"event": "watch", STATE}                   from now on also prints a line for each change:
@@ -129,6 +131,8 @@ class Peer:
                 self.link.playing = False
             elif name == "quantum" and len(arguments) == 1:
                 self.link.quantum = float(arguments[0])
+            elif name == "jump" and len(arguments) == 1:
+                self.link.force_beat(self.link.beat + float(arguments[0]))
             elif name == "startstop" and arguments in (["on"], ["off"]):
                 self.link.start_stop_sync_enabled = arguments[0] == "on"
             elif name in ("enable", "disable") and not arguments:
