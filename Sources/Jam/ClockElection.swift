@@ -166,6 +166,8 @@ public struct ClockElection: Sendable {
         public var races = 0
         /// Changes of master within `flapInterval` of the one before.
         public var flaps = 0
+        /// Two masters made one: a refused start whose song kept running won when judged again (`rivalRuns`).
+        public var healed = 0
     }
 
     /// A claim to lead: a start or continue, with what decides between claims.
@@ -234,6 +236,22 @@ public struct ClockElection: Sendable {
             break
         }
         return refuse()
+    }
+
+    /// A source whose start was refused keeps playing a song of its own (its clock heard for a beat while another
+    /// leads): two masters, each of which refused the other's start. The two claims are judged again, start times
+    /// less than `window` apart counting as simultaneous (lower SSRC first): each instance may have read the other's
+    /// start later than it was sent (with no clock-sync offset yet, or repaired from a journal, a start counts as
+    /// sent when it came), so each saw its own as first; judged so, both instances pick the same. Once per claim: the
+    /// claim is forgotten whichever wins. Returns the change if `source` leads now.
+    public mutating func rivalRuns(_ source: ClockSource, window: UInt64, now: MonotonicInstant) -> LeadershipChange? {
+        guard let leader, let index = refusedStarts.firstIndex(where: { $0.source == source }) else { return nil }
+        let rival = refusedStarts.remove(at: index)
+        let gap = rival.time.nanoseconds(since: leader.time)
+        let wins = rival.rank != leader.rank ? rival.rank < leader.rank : abs(gap) <= Double(window) ? rival.ssrc < leader.ssrc : gap < 0
+        guard wins else { return nil }
+        counters.healed += 1
+        return lead(rival, reason: .wonStart, previous: leader.source, now: now)
     }
 
     /// `source` is gone (BY, timeout, unplugged, or its clock fell silent): if it led, the rhythm ends or is

@@ -47,6 +47,24 @@ public enum JamOutput: Equatable, Sendable {
     case withdraw(after: MonotonicInstant)
     /// What the shared timeline (`share`: Ableton Link's session) is to do for this instance's song.
     case share(SharedChange)
+    /// The song this instance leads moved by more than a sixteenth (`why`): its outputs got Stop, then Song Position
+    /// `sixteenth` and Continue.
+    case repositioned(sixteenth: Int, why: Reposition)
+}
+
+/// Why the song moved by more than a sixteenth.
+public enum Reposition: Equatable, Sendable, CustomStringConvertible {
+    /// The shared timeline's beat jumped (a Link app moved the session's phase) by `beats`.
+    case sharedJump(beats: Double)
+    /// More than a sixteenth's ticks were overdue (the daemon was held `seconds`).
+    case overdue(seconds: Double)
+
+    public var description: String {
+        switch self {
+        case .sharedJump(let beats): "the Link session's beat jumped \(format(beats)) beats"
+        case .overdue(let seconds): "its ticks were \(format(seconds * 1000)) ms overdue"
+        }
+    }
 }
 
 /// What this instance's song asks of the timeline it shares (Ableton Link's session).
@@ -174,6 +192,10 @@ public struct JamConductor: Sendable {
     private var outputsJoin = false
     /// Ticks in a row (a beat) after which a peer's running clock counts as a song it leads.
     public static let runningClockTicks = MIDIClock.ticksPerBeat
+    /// While this instance leads: the peer whose clock was heard, and its ticks in a row (`heardRival`).
+    private var rivalClock: (source: ClockSource, ticks: Int)?
+    /// The round trip taken for a peer whose clock sync has not measured one: longer than a trip across a continent.
+    static let unknownTrip: UInt64 = 750_000_000
     /// When the last tick of a peer that leads came: a master heard only by its clock leaves when it falls silent.
     private var masterClockHeard: MonotonicInstant?
     /// When the song the clock outputs play began (this instance's Start or Continue, or the master's as relayed); nil
@@ -243,6 +265,9 @@ public struct JamConductor: Sendable {
         switch message {
         case .timingClock:
             var leads = election.master == source
+            if !leads, election.master == instance, case .peer = source {
+                leads = heardRival(source, roundTrip: roundTrip, now: arrival, emit: emit)
+            }
             guard leads || (election.master == nil && !generator.isRunning) else {
                 counters.foreignTicks += 1
                 return true
@@ -403,6 +428,8 @@ public struct JamConductor: Sendable {
         let origin = sharedOrigin ?? timeline.beat(at: planned) - ticks(generator.position)
         sharedOrigin = origin
         let shift = abs(timeline.time(atBeat: origin + ticks(generator.position)).nanoseconds(since: planned))
+        // How far the session's beat moved from the song's: positive, ahead.
+        let jump = timeline.beat(at: planned) - origin - ticks(generator.position)
         let retimed = generator.tempo != timeline.tempo || generator.pendingTempo != nil
         guard retimed || shift > Self.shareTolerance else { return }
         if retimed || shift > Self.shareWithdrawal { withdrawAhead(now: now, emit: emit) }
@@ -420,7 +447,7 @@ public struct JamConductor: Sendable {
             let sixteenth = max(0, Int((earliest * 4).rounded(.up)))
             let beat = origin + Double(sixteenth) / 4
             generator.setTempo(timeline.tempo)
-            reposition(toSixteenth: sixteenth, at: timeline.time(atBeat: beat), now: now, emit: emit)
+            reposition(toSixteenth: sixteenth, at: timeline.time(atBeat: beat), now: now, why: .sharedJump(beats: jump), emit: emit)
             sharedOrigin = beat - ticks(generator.position)
         } else {
             generator.align(nextTickAt: next, tempo: timeline.tempo)
@@ -431,11 +458,12 @@ public struct JamConductor: Sendable {
     /// playing device ignores a Song Position, so Stop now, then Song Position and Continue (at distinct instants: one
     /// Start, Stop or Continue goes at one instant). A tempo set while running waits for its beat: set it after.
     private mutating func reposition(toSixteenth sixteenth: Int, at time: MonotonicInstant, now: MonotonicInstant,
-                                     emit: (JamOutput) -> Void) {
+                                     why: Reposition, emit: (JamOutput) -> Void) {
         generator.stop(at: now) { Self.send($0, emit: emit) }
         generator.locate(sixteenths: sixteenth % 0x4000)
         generator.continue(at: time) { Self.send($0, emit: emit) }
         counters.repositions += 1
+        emit(.repositioned(sixteenth: sixteenth % 0x4000, why: why))
     }
 
     /// `tick` in quarter notes.
@@ -497,7 +525,7 @@ public struct JamConductor: Sendable {
             let sixteenth = MIDIClock.sixteenth(atOrAfter: Int(tick.rounded(.up)))
             if let time = generator.time(atTick: Double(sixteenth * MIDIClock.ticksPerSixteenth)) {
                 withdrawAhead(now: now, emit: emit)
-                reposition(toSixteenth: sixteenth, at: time, now: now, emit: emit)
+                reposition(toSixteenth: sixteenth, at: time, now: now, why: .overdue(seconds: now.nanoseconds(since: next) / 1e9), emit: emit)
             }
         }
         if !joiners.isEmpty, let (sixteenth, due) = comingSixteenth, due < horizon {
@@ -581,6 +609,28 @@ public struct JamConductor: Sendable {
         let verdict = election.receive(.continue, from: source, senderTime: senderTime, now: now)
         if let change = verdict.change { handle(change, now: now, emit: emit) }
         return verdict.accepted
+    }
+
+    /// A tick from `source`, a peer, while this instance leads: after `runningClockTicks` in a row, a song of its own
+    /// runs beside this one (two masters: each refused the other's start, read too late). The election judges the
+    /// two starts again (`ClockElection.rivalRuns`, within the trip's bound of each other they are simultaneous);
+    /// if the peer wins, this instance follows it from this tick on: its generator stops without a Stop to the
+    /// session (the winner's clock carries the song), and its clock outputs get one reposition: Stop now, then Song
+    /// Position and Continue on the winner's next sixteenth (its count, through the journal). Returns true if the
+    /// peer leads now.
+    private mutating func heardRival(_ source: ClockSource, roundTrip: UInt64?, now: MonotonicInstant,
+                                     emit: (JamOutput) -> Void) -> Bool {
+        let ticks = rivalClock?.source == source ? rivalClock!.ticks + 1 : 1
+        rivalClock = (source, ticks)
+        guard ticks >= Self.runningClockTicks else { return false }
+        rivalClock = nil
+        let window = (roundTrip ?? Self.unknownTrip) + Self.backdatingMargin + ClockElection.simultaneity
+        guard let change = election.rivalRuns(source, window: window, now: now) else { return false }
+        handle(change, now: now, emit: emit)
+        emit(.deliver(JamDelivery(message: .stop, time: now, toSession: false, toLocal: true)))
+        follower.resume()
+        outputsJoin = true
+        return true
     }
 
     /// True if a peer that leads has sent no tick for the follower's `silenceLimit` (one heard only by its clock, whose
@@ -718,6 +768,7 @@ public struct JamConductor: Sendable {
         outputsJoin = false
         joiners = []
         runningClock = nil
+        rivalClock = nil
         masterClockHeard = nil
         if change.role == .master {
             aggregator.lead(now: now)

@@ -231,12 +231,15 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
     /// Link's commands had the control socket's bucket, so every `jambridge stop` was refused; each of Link's was logged
     /// (95 lines a second); and each start on the coming bar line stopped before it left a Start and a Stop at that
     /// instant for the clock outputs, several pairs of them. Now `jambridge stop` is always carried out, Link's lines
-    /// are bounded (10 of a kind in 10 s), and no instant (one packet to the session) has more than one Start or Stop.
+    /// are bounded (10 of a kind in 10 s), and no instant (one packet to the session) has more than one Start or Stop;
+    /// since issue 43 a start stopped before its bar line sends nothing at all.
     @Test func aLinkFloodOfStartsAndStopsNeitherLocksTheOperatorOutNorPilesStartsAndStopsOnAnInstant() throws {
         let (peer, daemon, listener, end) = try aalinkAndListener(bpm: 120)
         defer { end() }
         var stops: [Int32] = []
-        for k in 0..<250 {
+        // Ending on a start, whose bar line passes: the starts stopped before their bar line send nothing (their
+        // Start was taken back before it went, so no Stop either), this one its Start.
+        for k in 0...250 {
             peer.process.send(k % 2 == 0 ? "play" : "stop")
             Thread.sleep(forTimeInterval: 0.02)
             if k % 50 == 25 { stops.append(try jambridge(["stop", "--pid", "\(daemon.pid)"], killingAfter: 20).status) }

@@ -339,6 +339,82 @@ final class ConductorHarness {
         }
     }
 
+    /// Issue 43: two instances 300-400 ms apart each way (a peer across the internet) started within 5 ms, each Start
+    /// read when it came (no clock-sync offset yet): each refused the other's start as later than its own, and each
+    /// led a song of its own for good. Now each, hearing the other's clock run for a beat, judges the two starts
+    /// again, as simultaneous within the trip's bound: both pick the lower SSRC, within two bars; the loser's
+    /// clock outputs get one reposition (Stop, Song Position, Continue) into the winner's song, in phase with it tick
+    /// for tick; the winner's outputs keep their one Start. 20 rounds.
+    @Test func twoMastersFarApartBecomeOne() throws {
+        for seed in 1...20 {
+            var rng = SeededGenerator(seed: UInt64(seed * 31))
+            let jams = [ConductorHarness(name: "j0", ssrc: 0x100, now: start), ConductorHarness(name: "j1", ssrc: 0x200, now: start)]
+            var pending: [(time: MonotonicInstant, to: Int, delivery: JamDelivery, from: Int, songTick: Int?)] = []
+            var forwarded = [0, 0], latest = [at(0), at(0)], counted = [0, 0]
+            let pressAt = [at(0), MonotonicInstant(Double.random(in: 0...5e6, using: &rng), after: at(0))]
+            var pressed = [false, false]
+            var time = at(0)
+            while time < at(5) {
+                pending.sort { $0.time < $1.time }
+                while let first = pending.first, first.time <= time {
+                    pending.removeFirst()
+                    let sender = jams[first.from].conductor.election.configuration
+                    let message = first.delivery.message
+                    // Ticks carry their sender time and count (the journal's chapter Q); transport is read as it came.
+                    jams[first.to].receive(message, from: .peer(ssrc: sender.ssrc, name: sender.name), at: first.time,
+                                           senderTime: message == .timingClock ? first.delivery.time : nil,
+                                           roundTrip: 700_000_000, songTick: first.songTick)
+                }
+                for i in 0..<2 where !pressed[i] && pressAt[i] <= time {
+                    pressed[i] = true
+                    _ = jams[i].perform(.start, at: time)
+                }
+                for i in 0..<2 {
+                    jams[i].run(until: time)
+                    for delivery in jams[i].session.dropFirst(forwarded[i]) {
+                        var songTick: Int?
+                        switch delivery.message {
+                        case .start: counted[i] = 0
+                        case .songPosition(let sixteenths): counted[i] = Int(sixteenths.value) * MIDIClock.ticksPerSixteenth
+                        case .timingClock:
+                            songTick = counted[i]
+                            counted[i] += 1
+                        default: break
+                        }
+                        let delay = Double.random(in: 300e6...400e6, using: &rng)
+                        let arrival = max(MonotonicInstant(delay, after: delivery.time), latest[i])
+                        latest[i] = arrival
+                        pending.append((arrival, 1 - i, delivery, i, songTick))
+                    }
+                    forwarded[i] = jams[i].session.count
+                }
+                time = time.advanced(byNanoseconds: 1_000_000)
+            }
+            let masters = jams.map { $0.conductor.election.master?.name }
+            #expect(masters == ["j0", "j0"], "seed \(seed): \(masters)")
+            let (winner, loser) = (jams[0], jams[1])
+            #expect(winner.conductor.generator.isRunning && !loser.conductor.generator.isRunning, "seed \(seed)")
+            let winnerLocal = winner.local, loserLocal = loser.local
+            #expect(winnerLocal.filter { $0.message != .timingClock }.map(\.message) == [.start], "seed \(seed)")
+            let transport = loserLocal.filter { $0.message != .timingClock }
+            guard transport.count == 4, case .songPosition(let position) = transport[2].message else {
+                Issue.record("seed \(seed): the loser's outputs got \(transport.map(\.message))")
+                continue
+            }
+            #expect(transport.map(\.message) == [.start, .stop, .songPosition(position), .continue], "seed \(seed)")
+            #expect(transport[3].time.nanoseconds(since: transport[0].time) < 4e9, "seed \(seed): healed within two bars")
+            // From the Continue, the loser's ticks are the winner's song's, tick for tick.
+            let winnerTicks = winnerLocal.filter { $0.message == .timingClock }.map(\.time)
+            let joined = loserLocal.drop { $0.message != .continue }.filter { $0.message == .timingClock }.map(\.time)
+            let first = Int(position.value) * MIDIClock.ticksPerSixteenth
+            let offsets = joined.enumerated().compactMap { k, time in
+                winnerTicks.indices.contains(first + k) ? time.nanoseconds(since: winnerTicks[first + k]) / 1e6 : nil
+            }
+            #expect(offsets.count > 48 && offsets.allSatisfy { abs($0) < 2 }, "seed \(seed): \(offsets.prefix(8)) ms off")
+            #expect(loser.conductor.election.counters.healed == 1 && winner.conductor.election.counters.healed == 0, "seed \(seed)")
+        }
+    }
+
     /// Levels from this instance's players go on to the session; only the master sends the total, at most every
     /// 50 ms and only when it changes; a peer that leaves stops counting.
     @Test func activity() {

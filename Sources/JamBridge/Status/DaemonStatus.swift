@@ -170,6 +170,12 @@ public struct DaemonStatus: Codable, Equatable, Sendable {
         public var backdated = 0
         /// Tempos asked for outside 20-300 beats a minute (1e308, 5e-324, NaN), refused.
         public var refusedTempos = 0
+        /// Moves of the song this instance leads by more than a sixteenth (a Link session's jump, ticks overdue): each
+        /// a Stop, Song Position and Continue at the clock outputs.
+        public var repositions = 0
+        /// Two masters made one: a peer whose start this instance refused kept its song running, and the two starts
+        /// judged again made one master.
+        public var healed = 0
         /// The Ableton Link session the jam shares (`clock: { link: ... }`); nil without one.
         public var link: LinkSession? = nil
     }

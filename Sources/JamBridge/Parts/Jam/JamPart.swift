@@ -252,7 +252,8 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
             players: conductor.aggregator.levels(at: now).map { DaemonStatus.Player(name: describe($0.player), level: Int($0.level.value)) }
                 .sorted { $0.name < $1.name },
             refused: refusals, overRate: conductor.counters.transportOverRate, backdated: conductor.counters.backdated,
-            refusedTempos: conductor.generator.counters.refusedTempos,
+            refusedTempos: conductor.generator.counters.refusedTempos, repositions: conductor.counters.repositions,
+            healed: conductor.election.counters.healed,
             link: linkSeen.map { state in
                 let beat = state.timeline.beat(at: now), quantum = state.timeline.quantum
                 return DaemonStatus.LinkSession(peers: state.timeline.peers, tempo: state.timeline.tempo, beat: beat,
@@ -386,6 +387,11 @@ final class JamPart: Part, @unchecked Sendable { // the conductor and what it se
                 let count = conductor!.counters.backdated
                 if isLogged(count) {
                     logger.warning("jam: \(message) from \(source) said it was sent \((seconds * 10).rounded() / 10) s before it came, longer than the network takes: taken as sent as early as the network allows (the round trip and \(Double(JamConductor.backdatingMargin) / 1e9) s before it came) (\(counted(count, "message")) so far)")
+                }
+            case .repositioned(let sixteenth, let why):
+                let count = conductor!.counters.repositions
+                if isLogged(count) {
+                    logger.notice("jam: the song moved (\(why)): Stop, then Song Position \(sixteenth) and Continue to every clock output (\(counted(count, "reposition")) so far)")
                 }
             case .refused(let message, let source, let master):
                 refusals += 1
