@@ -1052,18 +1052,18 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                 #expect(waitFor { let m = masters(); return m[0] != nil && m[0] == m[1] }, "round \(round): \(masters())\n\(lab.jamLines)")
                 Thread.sleep(forTimeInterval: 0.5)
                 let leader = masters()[0] == "Phone" ? 1 : 0
-                #expect((try? ControlClient.send(.command(.jam(.stop)), to: sockets[leader])) != nil, "round \(round)")
+                #expect((try? ControlClient.send(.command(.jam(.stop)), to: sockets[leader])) != nil, "round \(round)\n\(lab.jamLines)")
                 #expect(waitFor { [rack, phone].allSatisfy { $0.peek()?.jam?.role == "idle" } }, "round \(round)\n\(lab.jamLines)")
             }
 
             // The master quits.
             let rackPID = try #require(rack.peek()?.pid)
             _ = try ControlClient.send(.command(.jam(.start)), to: sockets[0])
-            #expect(waitFor { phone.peek()?.jam?.master == "Rack" })
+            #expect(waitFor { phone.peek()?.jam?.master == "Rack" }, "\(lab.jamLines)")
             Thread.sleep(forTimeInterval: 2)
             let quit = monotonic()
             kill(rackPID, SIGTERM)
-            #expect(waitFor { phone.peek()?.jam?.role == "master" }, "\(String(describing: phone.peek()?.jam))")
+            #expect(waitFor { phone.peek()?.jam?.role == "master" }, "\(String(describing: phone.peek()?.jam))\n\(lab.jamLines)")
             Thread.sleep(forTimeInterval: 2)
             let stopped = monotonic()
             _ = try ControlClient.send(.command(.jam(.stop)), to: sockets[1])
@@ -1074,11 +1074,13 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
                 let transport = reader.heard().map(\.message).filter { $0.isClockOrTransport && $0 != .timingClock }
                 // Songs end with a Stop; a Song Position may come between songs (a journal repairing a packet lost around a Stop).
                 let songs = transport.split(separator: .stop, omittingEmptySubsequences: false).map { $0.filter { if case .songPosition = $0 { false } else { true } } }
-                #expect(songs.count >= 21 && songs.prefix(20).allSatisfy { $0 == [.start] }, "\(reader.name): \(songs)")
+                #expect(songs.count >= 21 && songs.prefix(20).allSatisfy { $0 == [.start] }, "\(reader.name): \(songs)\n\(lab.jamLines)")
             }
             let afterQuit = lab.synth.heard(after: quit)
-            #expect(!afterQuit.contains { $0.time < stopped && ($0.message == .stop || $0.message == .start) }, "\(afterQuit.filter { $0.message != .timingClock })")
-            #expect(afterQuit.filter { $0.time < stopped && $0.message == .timingClock }.count > 80, "the song went on after the rack quit")
+            #expect(!afterQuit.contains { $0.time < stopped && ($0.message == .stop || $0.message == .start) },
+                    "\(afterQuit.filter { $0.message != .timingClock })\n\(lab.jamLines)")
+            #expect(afterQuit.filter { $0.time < stopped && $0.message == .timingClock }.count > 80,
+                    "the song went on after the rack quit: \(afterQuit.filter { $0.message != .timingClock })\n\(lab.jamLines)")
         }
     }
 
@@ -1104,7 +1106,7 @@ private let artifacts = repositoryRoot.appendingPathComponent(".build/scenario")
             try #require(try lab.rack.jambridge("start").status == 0)
             Thread.sleep(forTimeInterval: 62)
             let stopped = monotonic()
-            #expect(try lab.rack.jambridge("stop").status == 0)
+            #expect(try lab.rack.jambridge("stop").status == 0, "\(lab.jamLines)")
             Thread.sleep(forTimeInterval: 1)
             lab.stop()
             let master = clockRuns(lab.drumMachine.heard()).first { $0.start >= started - 0.5 }?.ticks ?? [:]
