@@ -293,7 +293,9 @@ public struct ClockFollower: BeatTimeline, Sendable {
         // The master's own times are within the CK offset's error of its ticks: a tick lost is seen as soon as two
         // ticks have given the period, not only once the loop has learnt its error (1.25 beats later), or a tick lost
         // then would put the whole song a tick behind. Arrival times wait for the loop's error.
+        // A silence longer than `silenceLimit` is a pause (the loop starts again after it), not ticks lost.
         let late = (usesSenderTime ? samples >= 2 : samples >= 3 && threshold < period / 4) && lateness > 0.75 * period
+            && time - filtered <= Double(Self.silenceLimit)
         let elapsed = late ? 1 + Int(lateness / period + 0.25) : 1
         if unconfirmedLoss > 0, !late || (elapsed == lateElapsed && lateRuns >= 2) {
             // After ticks that came whole periods late: on time, the ticks between were lost; late by more than

@@ -348,20 +348,7 @@ import Jam
         let portA = freshSessionPort(), portB = portA + 2
         let relay = throughJitter ? try jitteryRelay(to: portB) : nil
         defer { relay?.stop() }
-        let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
-        let invite = ", invite: [{ host: 127.0.0.1, port: \(relay?.front.controlPort ?? portB) }]"
-        for (file, name, port, invite) in [(fileA, "jam-a", portA, invite), (fileB, "jam-b", portB, "")] {
-            try """
-                session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invite) }
-                clock: { to: [tape] }
-                endpoints:
-                  tape: { record: \(name).mid }
-                """.write(to: file, atomically: true, encoding: .utf8)
-        }
-        let b = try JamBridgeProcess(["run", "--monitor", "--stop-after", "120", fileB.path])
-        let a = try JamBridgeProcess(["run", "--monitor", "--stop-after", "120", fileA.path])
-        #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
-        #expect(b.waitForError(containing: "control socket"), "\(b.errorSoFar)")
+        let (a, b) = try recordingPair(in: directory, ports: (portA, portB), inviting: relay?.front.controlPort ?? portB, seconds: 120)
         let sockets = [ControlPath.socket(pid: a.pid), ControlPath.socket(pid: b.pid)]
         for round in 0..<20 {
             startAtOnce(sockets, round: round)
@@ -384,10 +371,7 @@ import Jam
         a.interrupt()
         b.interrupt()
         for (name, daemon) in [("jam-a", a), ("jam-b", b)] {
-            let monitor = daemon.finish(killingAfter: 20).out.split(separator: "\n").filter { $0.contains("jam -> tape") }
-            let transport = monitor.filter { !$0.hasSuffix("Clock") }.map { line in
-                line.contains("Song position") ? "Song position" : line.split(separator: " ").last.map(String.init) ?? ""
-            }
+            let transport = recordedTransport(daemon)
             // Songs end with a Stop: each has one Start and no Continue. (A Song Position may come between songs: a
             // journal that repairs a packet lost around a Stop says where the stopped song is.)
             let songs = transport.split(separator: "Stop", omittingEmptySubsequences: false).dropLast()
@@ -409,20 +393,7 @@ extension JamEndToEndTests {
         let relay = try LossyRelay(targetPort: portB, fate: delay, fateBack: delay, sessionPackets: true)
         relay.start()
         defer { relay.stop() }
-        let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
-        let invite = ", invite: [{ host: 127.0.0.1, port: \(relay.front.controlPort) }]"
-        for (file, name, port, invite) in [(fileA, "jam-a", portA, invite), (fileB, "jam-b", portB, "")] {
-            try """
-                session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invite) }
-                clock: { to: [tape] }
-                endpoints:
-                  tape: { record: \(name).mid }
-                """.write(to: file, atomically: true, encoding: .utf8)
-        }
-        let b = try JamBridgeProcess(["run", "--monitor", "--stop-after", "240", fileB.path])
-        let a = try JamBridgeProcess(["run", "--monitor", "--stop-after", "240", fileA.path])
-        #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
-        #expect(b.waitForError(containing: "control socket"), "\(b.errorSoFar)")
+        let (a, b) = try recordingPair(in: directory, ports: (portA, portB), inviting: relay.front.controlPort, seconds: 240)
         let sockets = [ControlPath.socket(pid: a.pid), ControlPath.socket(pid: b.pid)]
         var healed = 0
         for round in 0..<20 {
@@ -441,10 +412,7 @@ extension JamEndToEndTests {
         a.interrupt()
         b.interrupt()
         for (name, daemon) in [("jam-a", a), ("jam-b", b)] {
-            let monitor = daemon.finish(killingAfter: 20).out.split(separator: "\n").filter { $0.contains("jam -> tape") }
-            let transport = monitor.filter { !$0.hasSuffix("Clock") }.map { line in
-                line.contains("Song position") ? "Song position" : line.split(separator: " ").last.map(String.init) ?? ""
-            }
+            let transport = recordedTransport(daemon)
             // Each song: its Start, and a healed loser's reposition; a Song Position alone may come between songs (a
             // journal's repair says where a stopped song is).
             var songs: [[String]] = [], song: [String] = []
@@ -462,6 +430,34 @@ extension JamEndToEndTests {
                     "\(name): \(shapes)")
         }
         print("two instances 300-400 ms apart, 20 rounds of starts within 5 ms: one master at the end of every round; \(healed) healed")
+    }
+}
+
+/// Two daemons, jam-a and jam-b, in sessions at `ports` on loopback, each recording its clock output (`tape`,
+/// watched through `--monitor`) for `seconds` at most; jam-a invites jam-b at `inviting` (its port, or a relay's).
+func recordingPair(in directory: URL, ports: (UInt16, UInt16), inviting: UInt16, seconds: Int) throws -> (JamBridgeProcess, JamBridgeProcess) {
+    let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
+    let invite = ", invite: [{ host: 127.0.0.1, port: \(inviting) }]"
+    for (file, name, port, invite) in [(fileA, "jam-a", ports.0, invite), (fileB, "jam-b", ports.1, "")] {
+        try """
+            session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invite) }
+            clock: { to: [tape] }
+            endpoints:
+              tape: { record: \(name).mid }
+            """.write(to: file, atomically: true, encoding: .utf8)
+    }
+    let b = try JamBridgeProcess(["run", "--monitor", "--stop-after", "\(seconds)", fileB.path])
+    let a = try JamBridgeProcess(["run", "--monitor", "--stop-after", "\(seconds)", fileA.path])
+    #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
+    #expect(b.waitForError(containing: "control socket"), "\(b.errorSoFar)")
+    return (a, b)
+}
+
+/// The transport `daemon`'s recorder got, as its `--monitor` showed it ("Start", "Stop", "Continue", "Song position"),
+/// once it finished.
+func recordedTransport(_ daemon: JamBridgeProcess) -> [String] {
+    daemon.finish(killingAfter: 20).out.split(separator: "\n").filter { $0.contains("jam -> tape") && !$0.hasSuffix("Clock") }.map { line in
+        line.contains("Song position") ? "Song position" : line.split(separator: " ").last.map(String.init) ?? ""
     }
 }
 
