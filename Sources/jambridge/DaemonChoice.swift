@@ -84,7 +84,8 @@ struct DaemonOptions: ParsableArguments {
         }
         guard running.count == 1 else {
             if running.isEmpty {
-                do { _ = try ControlClient.socket(pid: nil) } catch { throw DaemonChoiceError(error.message, notRunning: true) }
+                // Listed again: one that opened its socket since (`jambridge run x.yaml & jambridge start`) is the one.
+                do { return try ControlClient.socket(pid: nil) } catch { throw DaemonChoiceError(error.message, notRunning: true) }
             }
             throw DaemonChoiceError("\(running.count) jambridge daemons run; say which with --daemon (a route file, a session name or a process ID)"
                                     + Self.listing(running))
