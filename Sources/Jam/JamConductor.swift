@@ -443,8 +443,11 @@ public struct JamConductor: Sendable {
             generator.align(nextTickAt: timeline.time(atBeat: barLine), tempo: timeline.tempo)
         } else if !generator.awaitsItsStart, shift > Double(MIDIClock.ticksPerSixteenth) * MIDIClock.tickPeriod(bpm: timeline.tempo) {
             // The song moves as far as the session did, on its first sixteenth at least `repositionGap` from now.
-            let earliest = timeline.beat(at: now.advanced(byNanoseconds: Self.repositionGap)) - origin
-            let sixteenth = max(0, Int((earliest * 4).rounded(.up)))
+            // The session's numbers are its peers' word: a beat that is no number, or past a Song Position's reach,
+            // is not followed (`Int(_:)` traps on what it cannot hold).
+            let earliest = ((timeline.beat(at: now.advanced(byNanoseconds: Self.repositionGap)) - origin) * 4).rounded(.up)
+            guard earliest.isFinite, earliest < 0x4000 else { return }
+            let sixteenth = max(0, Int(earliest))
             let beat = origin + Double(sixteenth) / 4
             generator.setTempo(timeline.tempo)
             reposition(toSixteenth: sixteenth, at: timeline.time(atBeat: beat), now: now, why: .sharedJump(beats: jump), emit: emit)
@@ -456,7 +459,8 @@ public struct JamConductor: Sendable {
 
     /// Moves the song this instance leads to `sixteenth`, its Continue due at `time`, as MIDI devices take a jump: a
     /// playing device ignores a Song Position, so Stop now, then Song Position and Continue (at distinct instants: one
-    /// Start, Stop or Continue goes at one instant). A tempo set while running waits for its beat: set it after.
+    /// Start, Stop or Continue goes at one instant). A tempo set before, while running, waits for its beat: the Stop
+    /// puts it in force.
     private mutating func reposition(toSixteenth sixteenth: Int, at time: MonotonicInstant, now: MonotonicInstant,
                                      why: Reposition, emit: (JamOutput) -> Void) {
         generator.stop(at: now) { Self.send($0, emit: emit) }
@@ -852,6 +856,8 @@ extension ClockSource {
 
 /// `value` with at most one decimal (a Link session's 96.99995 BPM, which Link's microseconds a beat make of 97, is 97).
 func format(_ value: Double) -> String {
+    // Beyond an Int (a peer's beat, NaN), as Swift prints it: `Int(_:)` traps on what it cannot hold.
+    guard abs(value) < 1e15 else { return "\(value)" }
     let tenths = (value * 10).rounded() / 10
     return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
 }

@@ -219,4 +219,18 @@ import Testing
         #expect(after.first!.nanoseconds(since: before.last!) < 7 * period, "no gap beyond a sixteenth")
         #expect(jam.conductor.counters.repositions == 1)
     }
+
+    /// A session whose beat jumps to a number no Song Position reaches (a forged Link timeline) while the song plays:
+    /// no trap, no reposition; the song plays on.
+    @Test func aBeatBeyondReachIsNotFollowed() {
+        let jam = ConductorHarness(name: "rack", ssrc: 0x1000, now: at(0))
+        jam.ahead = 100_000_000
+        var timeline = SharedTimeline(tempo: 120, beat: 0, at: at(0), quantum: 4, peers: 1)
+        jam.conductor.share(timeline, now: at(0)) { _ in }
+        _ = jam.perform(.start, at: at(0))
+        change(jam, &timeline, at: 2, jump: 1e300)
+        jam.run(until: at(3))
+        #expect(jam.conductor.counters.repositions == 0 && jam.conductor.generator.isRunning)
+        #expect(format(1e300) == "1e+300" && format(.nan) == "nan")
+    }
 }
