@@ -56,7 +56,7 @@ public enum JamOutput: Equatable, Sendable {
 public enum Reposition: Equatable, Sendable, CustomStringConvertible {
     /// The shared timeline's beat jumped (a Link app moved the session's phase) by `beats`.
     case sharedJump(beats: Double)
-    /// More than a sixteenth's ticks were overdue (the daemon was held `seconds`).
+    /// More than a beat's ticks were overdue (the daemon was held `seconds`).
     case overdue(seconds: Double)
 
     public var description: String {
@@ -147,7 +147,7 @@ public struct JamConductor: Sendable {
         /// Transport messages whose sender time was earlier than their trip allows, taken as sent at arrival.
         public var backdated = 0
         /// Moves of the song this instance leads (Stop, Song Position, Continue): the shared timeline jumped by more
-        /// than a sixteenth, or more than a sixteenth's ticks were overdue.
+        /// than a sixteenth, or more than a beat's ticks were overdue.
         public var repositions = 0
     }
 
@@ -165,7 +165,8 @@ public struct JamConductor: Sendable {
 
     /// How early a deadline may be met: messages due within this of `now` go out at `fire`.
     public static let earlyTolerance: UInt64 = 200_000
-    /// Ticks of the follower's timeline made up at once after it jumped; beyond, they are skipped.
+    /// Ticks made up at once: of the follower's timeline after it jumped (beyond, they are skipped), and of the
+    /// generator's after the engine was held (beyond, the song is repositioned).
     static let catchUpLimit = 24
 
     public private(set) var election: ClockElection
@@ -521,11 +522,12 @@ public struct JamConductor: Sendable {
     /// clock fell silent.
     public mutating func fire(now: MonotonicInstant, ahead: UInt64 = 0, emit: (JamOutput) -> Void) {
         let horizon = now.advanced(byNanoseconds: ahead + Self.earlyTolerance)
-        let sixteenthLong = Double(MIDIClock.ticksPerSixteenth) * MIDIClock.tickPeriod(bpm: generator.tempo)
-        if !generator.awaitsItsStart, let next = generator.nextTickTime, now.nanoseconds(since: next) > sixteenthLong,
+        let catchUpLong = Double(Self.catchUpLimit) * MIDIClock.tickPeriod(bpm: generator.tempo)
+        if !generator.awaitsItsStart, let next = generator.nextTickTime, now.nanoseconds(since: next) > catchUpLong,
            let tick = generator.tick(at: now.advanced(byNanoseconds: Self.repositionGap)) {
-            // More than a sixteenth's ticks overdue (the engine was held): the devices are moved to the song's place
-            // rather than sent them at once.
+            // More than a beat's ticks overdue (the engine was held): the devices are moved to the song's place rather
+            // than sent them at once. Up to a beat's go at once, as a device following a clock catches up: a loaded
+            // VM held the engine 160-330 ms, and a Stop and Continue each time broke the drum machine's song (CI).
             let sixteenth = MIDIClock.sixteenth(atOrAfter: Int(tick.rounded(.up)))
             if let time = generator.time(atTick: Double(sixteenth * MIDIClock.ticksPerSixteenth)) {
                 withdrawAhead(now: now, emit: emit)
