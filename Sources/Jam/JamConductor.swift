@@ -58,11 +58,15 @@ public enum Reposition: Equatable, Sendable, CustomStringConvertible {
     case sharedJump(beats: Double)
     /// More than a beat's ticks were overdue (the daemon was held `seconds`).
     case overdue(seconds: Double)
+    /// The leading peer's song, as the follower reads it, moved by more than a beat (`ticks`, positive ahead) from
+    /// the ticks the clock outputs got: its master jumped (its journal's count), or its clock came back after a while.
+    case masterJumped(ticks: Int)
 
     public var description: String {
         switch self {
         case .sharedJump(let beats): "the Link session's beat jumped \(format(beats)) beats"
         case .overdue(let seconds): "its ticks were \(format(seconds * 1000)) ms overdue"
+        case .masterJumped(let ticks): "the master's song moved \(ticks) ticks from what the outputs played"
         }
     }
 }
@@ -140,14 +144,13 @@ public struct JamConductor: Sendable {
     public struct Counters: Equatable, Sendable {
         /// Clock ticks from a source that does not lead.
         public var foreignTicks = 0
-        /// Ticks made from the follower's timeline that were skipped because the timeline jumped ahead.
-        public var skippedTicks = 0
         /// Transport messages and commands dropped for coming faster than `transportRate` from one source.
         public var transportOverRate = 0
         /// Transport messages whose sender time was earlier than their trip allows, taken as sent at arrival.
         public var backdated = 0
-        /// Moves of the song this instance leads (Stop, Song Position, Continue): the shared timeline jumped by more
-        /// than a sixteenth, or more than a beat's ticks were overdue.
+        /// Moves of the song at the clock outputs (Stop, Song Position, Continue): the shared timeline jumped by more
+        /// than a sixteenth, more than a beat's ticks were overdue, or the leading peer's song moved by more than a
+        /// beat.
         public var repositions = 0
     }
 
@@ -165,8 +168,8 @@ public struct JamConductor: Sendable {
 
     /// How early a deadline may be met: messages due within this of `now` go out at `fire`.
     public static let earlyTolerance: UInt64 = 200_000
-    /// Ticks made up at once: of the follower's timeline after it jumped (beyond, they are skipped), and of the
-    /// generator's after the engine was held (beyond, the song is repositioned).
+    /// Ticks made up at once, of the follower's timeline after it jumped and of the generator's after the engine was
+    /// held; beyond, the clock outputs are repositioned.
     static let catchUpLimit = 24
 
     public private(set) var election: ClockElection
@@ -537,7 +540,7 @@ public struct JamConductor: Sendable {
         if !joiners.isEmpty, let (sixteenth, due) = comingSixteenth, due < horizon {
             // Its ticks before, the greeting, then its first tick.
             handOutTicks(until: due, emit: emit)
-            if case .peer? = election.master { regenerate(until: MonotonicInstant(nanoseconds: due.nanoseconds - 1), emit: emit) }
+            if case .peer? = election.master { regenerate(until: MonotonicInstant(nanoseconds: due.nanoseconds - 1), now: now, emit: emit) }
             greetJoiners(sixteenth: sixteenth, at: due, emit: emit)
         }
         handOutTicks(until: horizon, emit: emit)
@@ -545,7 +548,7 @@ public struct JamConductor: Sendable {
             follower.stop()
             if let change = election.sourceLeft(master, now: now) { handle(change, now: now, emit: emit) }
         }
-        if case .peer? = election.master { regenerate(until: horizon, emit: emit) }
+        if case .peer? = election.master { regenerate(until: horizon, now: now, emit: emit) }
         if let due = totalDue, due <= horizon {
             if let total = aggregator.tick(now: now) {
                 emit(.deliver(JamDelivery(message: total, time: now, toSession: true, toLocal: false)))
@@ -744,14 +747,27 @@ public struct JamConductor: Sendable {
         outputsJoin ? MIDIClock.sixteenth(atOrAfter: tick) * MIDIClock.ticksPerSixteenth : tick
     }
 
-    /// The clock outputs get the follower's ticks due by `horizon`, each at its predicted time.
-    private mutating func regenerate(until horizon: MonotonicInstant, emit: (JamOutput) -> Void) {
+    /// The clock outputs get the follower's ticks due by `horizon`, each at its predicted time. When the follower's
+    /// timeline moved more than a beat (`catchUpLimit`) away from the ticks they got, ahead or back, they get one
+    /// reposition, as when this instance leads: Stop now, then Song Position and Continue on the follower's first
+    /// sixteenth at least `repositionGap` from now (before: ticks ahead were skipped, so the devices stayed that many
+    /// behind the master's song, and back the outputs fell silent until the timeline came to their last tick).
+    private mutating func regenerate(until horizon: MonotonicInstant, now: MonotonicInstant, emit: (JamOutput) -> Void) {
         guard let position = follower.position(at: horizon) else { return }
         let last = Int(position.rounded(.down))
         var next = regenerated.map { $0 + 1 } ?? follower.songTick ?? last
-        if last - next >= Self.catchUpLimit {
-            counters.skippedTicks += last - next
-            next = last
+        if regenerated != nil, abs(last + 1 - next) > Self.catchUpLimit,
+           let resume = follower.position(at: now.advanced(byNanoseconds: Self.repositionGap)), resume.isFinite, resume >= 0 {
+            let moved = last + 1 - next
+            // What was handed out ahead goes, wherever the timeline now puts it.
+            emit(.withdraw(after: now))
+            emit(.deliver(JamDelivery(message: .stop, time: now, toSession: false, toLocal: true)))
+            let sixteenth = MIDIClock.sixteenth(atOrAfter: Int(min(resume.rounded(.up), Double(Int32.max))))
+            counters.repositions += 1
+            emit(.repositioned(sixteenth: sixteenth % 0x4000, why: .masterJumped(ticks: moved)))
+            outputsJoin = true
+            next = sixteenth * MIDIClock.ticksPerSixteenth
+            regenerated = next - 1
         }
         next = joiningTick(next)
         while let time = follower.time(atTick: Double(next)), time <= horizon {

@@ -571,6 +571,50 @@ final class ConductorHarness {
         #expect(local.count > 40)
     }
 
+    /// Issue 43: the leading peer's song moves more than a beat from what the clock outputs played, ahead (its
+    /// journal's count jumps 48 ticks: its song was moved) or back (it stalled 0.8 s and went on where it stopped,
+    /// while the outputs had gone on along its tempo): the outputs get one reposition, Stop at once and the master's
+    /// own place on a sixteenth (Song Position, Continue), then its ticks on its times; no tick twice, none skipped
+    /// silently, no gap waiting for the song to come back. (Before: ahead, 48 ticks were skipped and the devices
+    /// stayed that far behind the master; back, they fell silent 0.8 s.)
+    @Test(arguments: [48, -38]) func aMasterWhoseSongMovesMoreThanABeatIsFollowedWithOneReposition(moved: Int) throws {
+        let jam = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        jam.ahead = 100_000_000
+        jam.receive(.start, from: peer, at: at(0.001), senderTime: at(0))
+        // The master's tick k is its song's tick `count(k)`, meant at `meant(k)`.
+        let stall = moved < 0 ? -Double(moved) * period : 0
+        func meant(_ k: Int) -> MonotonicInstant { MonotonicInstant(Double(k) * period + (k >= 96 ? stall : 0), after: at(0)) }
+        func count(_ k: Int) -> Int { k + (k >= 96 && moved > 0 ? moved : 0) }
+        for k in 0..<192 {
+            jam.receive(.timingClock, from: peer, at: meant(k).advanced(byNanoseconds: 1_000_000), senderTime: meant(k), songTick: count(k))
+        }
+        jam.run(until: meant(191))
+        let song = played(jam)
+        let transport = song.filter { $0.message != .timingClock }
+        #expect(jam.conductor.counters.repositions == 1)
+        let position = try #require(transport.first { if case .songPosition = $0.message { true } else { false } })
+        guard case .songPosition(let sixteenth) = position.message else { return }
+        #expect(transport.map(\.message) == [.start, .stop, .songPosition(sixteenth), .continue], "\(transport.map(\.message))")
+        let stop = transport[1].time, resumed = transport[3].time
+        let ticks = song.filter { $0.message == .timingClock }
+        let before = ticks.filter { $0.time <= stop }, after = ticks.filter { $0.time >= resumed }
+        #expect(before.count + after.count == ticks.count, "no tick between the Stop and the Continue")
+        // Before the Stop, the song as it went; from the Continue, the master's song from its Song Position's tick.
+        for (k, tick) in before.enumerated() {
+            #expect(abs(tick.time.nanoseconds(since: MonotonicInstant(Double(k) * period, after: at(0)))) < 1e6, "tick \(k)")
+        }
+        let first = Int(sixteenth.value) * MIDIClock.ticksPerSixteenth
+        let k0 = first - (moved > 0 ? moved : 0)
+        #expect(k0 >= 96 && k0 < 96 + MIDIClock.ticksPerBeat, "the master's place when it moved: its tick \(k0)")
+        for (n, tick) in after.enumerated() {
+            #expect(abs(tick.time.nanoseconds(since: meant(k0 + n))) < 1e6, "its tick \(k0 + n)")
+        }
+        #expect(abs(resumed.nanoseconds(since: meant(k0))) < 1e6)
+        // No more than the reposition's own wait between the last tick played and the Stop, or the Continue's tick.
+        #expect(stop.nanoseconds(since: before.last!.time) < 2 * period)
+        #expect(after.count >= 191 - k0 - 1)
+    }
+
     /// A master's Start lost with its first tick, repaired from the next packet's journal as a Continue (chapter Q says
     /// only that the song runs, and where): the outputs join the song just before the first sixteenth, with the Song
     /// Position of that sixteenth and a Continue, then its ticks on the master's times. (Passed on as it came, the
