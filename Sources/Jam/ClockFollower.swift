@@ -29,6 +29,11 @@ public struct ClockFollower: BeatTimeline, Sendable {
     /// Intended times further than this (nanoseconds) from the arrival are not believed: the arrival is used.
     public static let senderTimeLimit = 2e9
 
+    /// `senderTime` if it is within `senderTimeLimit` of `arrival` (a peer's word on when it meant a message), else nil.
+    public static func plausible(_ senderTime: MonotonicInstant?, arrival: MonotonicInstant) -> MonotonicInstant? {
+        senderTime.flatMap { abs($0.nanoseconds(since: arrival)) <= senderTimeLimit ? $0 : nil }
+    }
+
     /// What the follower saw and did, for status and the hostile-input tests.
     public struct Counters: Equatable, Sendable {
         /// Ticks received.
@@ -164,16 +169,10 @@ public struct ClockFollower: BeatTimeline, Sendable {
     /// master's song if the transport says.
     public mutating func tick(arrival: MonotonicInstant, senderTime: MonotonicInstant? = nil, songTick: Int? = nil) {
         counters.ticks += 1
-        var input = arrival
-        var intended = false
-        if let senderTime {
-            if abs(senderTime.nanoseconds(since: arrival)) <= Self.senderTimeLimit {
-                input = senderTime
-                intended = true
-            } else {
-                counters.implausibleSenderTimes += 1
-            }
-        }
+        let plausible = Self.plausible(senderTime, arrival: arrival)
+        if senderTime != nil, plausible == nil { counters.implausibleSenderTimes += 1 }
+        let input = plausible ?? arrival
+        let intended = plausible != nil
         let origin = self.origin ?? input
         self.origin = origin
         let time = input.nanoseconds(since: origin)

@@ -294,8 +294,10 @@ public struct JamConductor: Sendable {
             masterClockHeard = arrival
             if regenerated == nil, follower.tempo == nil, let first = follower.songTick,
                !outputsJoin || first % MIDIClock.ticksPerSixteenth == 0 {
-                // The song's first tick comes before the follower has a timeline: it goes out as it came.
-                let time = senderTime ?? arrival
+                // The song's first tick comes before the follower has a timeline: it goes out as it came, when its
+                // sender meant it if the follower believes that (a forged time would hold the outputs' first tick
+                // for as long as it says).
+                let time = ClockFollower.plausible(senderTime, arrival: arrival) ?? arrival
                 if outputsJoin { joinOutputs(atTick: first, time: time, emit: emit) }
                 emit(.deliver(JamDelivery(message: .timingClock, time: time, toSession: false, toLocal: true)))
                 regenerated = first

@@ -615,6 +615,19 @@ final class ConductorHarness {
         #expect(after.count >= 191 - k0 - 1)
     }
 
+    /// Hostile input: the master's first tick says it was meant 10 hours from now (a forged RTP timestamp, or one
+    /// read through a wrong offset): the outputs get it when it came, as the follower takes it, not 10 hours later;
+    /// one meant a few milliseconds before it came goes at that time.
+    @Test(arguments: [(36_000.0, false), (-0.005, true)]) func aFirstTicksSenderTimeIsBelievedOnlyAsFarAsTheFollowers(offset: Double, believed: Bool) throws {
+        let jam = ConductorHarness(name: "phone", ssrc: 0x9000, now: start)
+        jam.receive(.start, from: peer, at: at(0.001), senderTime: at(0))
+        let arrival = at(0.02)
+        jam.receive(.timingClock, from: peer, at: arrival, senderTime: MonotonicInstant(offset * 1e9, after: arrival))
+        let first = try #require(jam.local.first { $0.message == .timingClock })
+        #expect(first.time == (believed ? MonotonicInstant(offset * 1e9, after: arrival) : arrival))
+        #expect(jam.conductor.follower.counters.implausibleSenderTimes == (believed ? 0 : 1))
+    }
+
     /// A master's Start lost with its first tick, repaired from the next packet's journal as a Continue (chapter Q says
     /// only that the song runs, and where): the outputs join the song just before the first sixteenth, with the Song
     /// Position of that sixteenth and a Continue, then its ticks on the master's times. (Passed on as it came, the
