@@ -166,7 +166,7 @@ public struct ClockElection: Sendable {
         public var races = 0
         /// Changes of master within `flapInterval` of the one before.
         public var flaps = 0
-        /// Two masters made one: a refused start whose song kept running won when judged again (`rivalRuns`).
+        /// Two masters made one: a refused start whose song kept running won when judged again (`rivalsRun`).
         public var healed = 0
     }
 
@@ -238,20 +238,28 @@ public struct ClockElection: Sendable {
         return refuse()
     }
 
-    /// A source whose start was refused keeps playing a song of its own (its clock heard for a beat while another
-    /// leads): two masters, each of which refused the other's start. The two claims are judged again, start times
-    /// less than `window` apart counting as simultaneous (lower SSRC first): each instance may have read the other's
-    /// start later than it was sent (with no clock-sync offset yet, or repaired from a journal, a start counts as
-    /// sent when it came), so each saw its own as first; judged so, both instances pick the same. Once per claim: the
-    /// claim is forgotten whichever wins. Returns the change if `source` leads now.
-    public mutating func rivalRuns(_ source: ClockSource, window: UInt64, now: MonotonicInstant) -> LeadershipChange? {
-        guard let leader, let index = refusedStarts.firstIndex(where: { $0.source == source }) else { return nil }
-        let rival = refusedStarts.remove(at: index)
-        let gap = rival.time.nanoseconds(since: leader.time)
-        let wins = rival.rank != leader.rank ? rival.rank < leader.rank : abs(gap) <= Double(window) ? rival.ssrc < leader.ssrc : gap < 0
-        guard wins else { return nil }
+    /// Sources whose starts were refused keep playing songs of their own (their clocks heard for a beat while
+    /// another leads): masters each of which refused the others' starts. Their claims are judged again against the
+    /// leader's, start times less than `window` apart counting as simultaneous (lower SSRC first): each instance may
+    /// have read the others' starts later than they were sent (with no clock-sync offset yet, or repaired from a
+    /// journal, a start counts as sent when it came), so each saw its own as first; judged so, every instance picks
+    /// the same. Once per claim: a judged claim is forgotten whichever wins; the claims of sources not judged are kept
+    /// (a third master, judged when its clock is heard). Returns the change if one of `sources` leads now.
+    public mutating func rivalsRun(_ sources: [ClockSource], window: UInt64, now: MonotonicInstant) -> LeadershipChange? {
+        guard let leader else { return nil }
+        let judged = refusedStarts.filter { sources.contains($0.source) }
+        refusedStarts.removeAll { sources.contains($0.source) }
+        func beats(_ a: Claim, _ b: Claim) -> Bool {
+            let gap = a.time.nanoseconds(since: b.time)
+            return a.rank != b.rank ? a.rank < b.rank : abs(gap) <= Double(window) ? a.ssrc < b.ssrc : gap < 0
+        }
+        let best = judged.reduce(leader) { beats($1, $0) ? $1 : $0 }
+        guard best.source != leader.source else { return nil }
         counters.healed += 1
-        return lead(rival, reason: .wonStart, previous: leader.source, now: now)
+        let kept = refusedStarts
+        let change = lead(best, reason: .wonStart, previous: leader.source, now: now)
+        refusedStarts = kept
+        return change
     }
 
     /// `source` is gone (BY, timeout, unplugged, or its clock fell silent): if it led, the rhythm ends or is

@@ -196,8 +196,9 @@ public struct JamConductor: Sendable {
     private var outputsJoin = false
     /// Ticks in a row (a beat) after which a peer's running clock counts as a song it leads.
     public static let runningClockTicks = MIDIClock.ticksPerBeat
-    /// While this instance leads: the peer whose clock was heard, and its ticks in a row (`heardRival`).
-    private var rivalClock: (source: ClockSource, ticks: Int)?
+    /// While a rhythm runs: the peers other than its master whose clocks are heard, each with its ticks since it was
+    /// last silent and when the last came (`heardRival`; at most `transportSources`).
+    private var rivalClocks: [ClockSource: (ticks: Int, last: MonotonicInstant)] = [:]
     /// The round trip taken for a peer whose clock sync has not measured one: longer than a trip across a continent.
     static let unknownTrip: UInt64 = 750_000_000
     /// When the last tick of a peer that leads came: a master heard only by its clock leaves when it falls silent.
@@ -269,7 +270,7 @@ public struct JamConductor: Sendable {
         switch message {
         case .timingClock:
             var leads = election.master == source
-            if !leads, election.master == instance, case .peer = source {
+            if !leads, election.master != nil, case .peer = source {
                 leads = heardRival(source, roundTrip: roundTrip, now: arrival, emit: emit)
             }
             guard leads || (election.master == nil && !generator.isRunning) else {
@@ -622,26 +623,36 @@ public struct JamConductor: Sendable {
         return verdict.accepted
     }
 
-    /// A tick from `source`, a peer, while this instance leads: after `runningClockTicks` in a row, a song of its own
-    /// runs beside this one (two masters: each refused the other's start, read too late). The election judges the
-    /// two starts again (`ClockElection.rivalRuns`, within the trip's bound of each other they are simultaneous);
-    /// if the peer wins, this instance follows it from this tick on: its generator stops without a Stop to the
-    /// session (the winner's clock carries the song), and its clock outputs get one reposition: Stop now, then Song
-    /// Position and Continue on the winner's next sixteenth (its count, through the journal). Returns true if the
-    /// peer leads now.
+    /// A tick from `source`, a peer other than the master, while a rhythm runs: once its clock has run
+    /// `runningClockTicks` without a silence, a song of its own runs beside the master's (masters that each refused
+    /// the others' starts, read too late). The election judges the starts again of the peers heard running at least
+    /// half as long (`ClockElection.rivalsRun`, within the trip's bound of each other they are simultaneous), so that
+    /// of three masters a third's follower goes to the winner at once, not to a loser first; if one wins, this
+    /// instance follows it from this tick on: a generator it ran stops without a Stop to the session (the winner's
+    /// clock carries the song), and its clock outputs get one reposition: Stop now, then Song Position and Continue
+    /// on the winner's next sixteenth (its count, through the journal). Returns true if `source` leads now.
     private mutating func heardRival(_ source: ClockSource, roundTrip: UInt64?, now: MonotonicInstant,
                                      emit: (JamOutput) -> Void) -> Bool {
-        let ticks = rivalClock?.source == source ? rivalClock!.ticks + 1 : 1
-        rivalClock = (source, ticks)
+        let heard = rivalClocks[source].flatMap { now.nanoseconds(since: $0.last) <= Double(ClockFollower.silenceLimit) ? $0.ticks : nil }
+        let ticks = (heard ?? 0) + 1
+        if rivalClocks[source] == nil, rivalClocks.count >= Self.transportSources {
+            rivalClocks = rivalClocks.filter { now.nanoseconds(since: $0.value.last) <= Double(ClockFollower.silenceLimit) }
+        }
+        guard rivalClocks[source] != nil || rivalClocks.count < Self.transportSources else { return false }
+        rivalClocks[source] = (ticks, now)
         guard ticks >= Self.runningClockTicks else { return false }
-        rivalClock = nil
+        let running = rivalClocks.filter {
+            $0.value.ticks >= Self.runningClockTicks / 2 && now.nanoseconds(since: $0.value.last) <= Double(ClockFollower.silenceLimit)
+        }
+        for rival in running.keys { rivalClocks[rival] = nil }
         let window = (roundTrip ?? Self.unknownTrip) + Self.backdatingMargin + ClockElection.simultaneity
-        guard let change = election.rivalRuns(source, window: window, now: now) else { return false }
+        guard let change = election.rivalsRun(Array(running.keys), window: window, now: now) else { return false }
         handle(change, now: now, emit: emit)
         emit(.deliver(JamDelivery(message: .stop, time: now, toSession: false, toLocal: true)))
+        if follower.isRunning { follower.stop() }
         follower.resume()
         outputsJoin = true
-        return true
+        return change.master == source
     }
 
     /// True if a peer that leads has sent no tick for the follower's `silenceLimit` (one heard only by its clock, whose
@@ -792,7 +803,7 @@ public struct JamConductor: Sendable {
         outputsJoin = false
         joiners = []
         runningClock = nil
-        rivalClock = nil
+        rivalClocks = [:]
         masterClockHeard = nil
         if change.role == .master {
             aggregator.lead(now: now)
