@@ -382,36 +382,47 @@ import Jam
 }
 
 extension JamEndToEndTests {
-    /// Issue 43: two instances 300-400 ms apart each way (a peer across the internet), told to start within 5 ms of
-    /// each other, 20 rounds: each round ends with one master on both within two bars, and each clock output (a
-    /// recorder) gets one Start per song; the loser's, if the two led songs of their own for a while, one reposition
-    /// into the winner's (Stop, Song Position, Continue). Before, in 3 of 5 rounds each led its own song for good.
-    @Test func twoInstancesFarApartStartingAtOnceEndWithOneMaster() throws {
+    /// Issue 43: two or three instances 300-400 ms apart each way (peers across the internet), told to start within
+    /// 5 ms of each other, 20 rounds: each round ends with one master on all within two bars, and each clock output
+    /// (a recorder) gets one Start per song; a loser's, if they led songs of their own for a while, one reposition
+    /// into the winner's (Stop, Song Position, Continue). Before, with two, in 3 of 5 rounds each led its own song
+    /// for good; with three, every round.
+    @Test(arguments: [2, 3]) func instancesFarApartStartingAtOnceEndWithOneMaster(count: Int) throws {
         let directory = try temporaryDirectory()
-        let portA = freshSessionPort(), portB = portA + 2
+        let names = ["jam-a", "jam-b", "jam-c"].prefix(count)
+        let first = freshSessionPort(), ports = [first, first + 2, count > 2 ? freshSessionPort() : 0].prefix(count)
         let delay: () -> LossyRelay.Fate = { .delay(nanoseconds: UInt64.random(in: 300_000_000...400_000_000)) }
-        let relay = try LossyRelay(targetPort: portB, fate: delay, fateBack: delay, sessionPackets: true)
-        relay.start()
-        defer { relay.stop() }
-        let (a, b) = try recordingPair(in: directory, ports: (portA, portB), inviting: relay.front.controlPort, seconds: 240)
-        let sockets = [ControlPath.socket(pid: a.pid), ControlPath.socket(pid: b.pid)]
+        // A relay between each two: the first of the two invites the other through it.
+        var relays: [LossyRelay] = []
+        defer { relays.forEach { $0.stop() } }
+        var invites = [[(port: UInt16, name: String)]](repeating: [], count: count)
+        for i in 0..<count {
+            for j in (i + 1)..<count {
+                let relay = try LossyRelay(targetPort: ports[j], fate: delay, fateBack: delay, sessionPackets: true)
+                relay.start()
+                relays.append(relay)
+                invites[i].append((relay.front.controlPort, names[j]))
+            }
+        }
+        let daemons = try recordingJam(in: directory, (0..<count).map { (names[$0], ports[$0], invites[$0]) }, seconds: 240)
+        let sockets = daemons.map { ControlPath.socket(pid: $0.pid) }
         var healed = 0
         for round in 0..<20 {
             startAtOnce(sockets, round: round)
             // Two bars at 120 BPM, and the trip for the last word to arrive.
             Thread.sleep(forTimeInterval: 4.5)
-            let jams = try [a, b].map { try #require(daemonStatus($0.pid)?.jam, "round \(round)") }
-            let agreed = jams[0].master != nil && jams[0].master == jams[1].master && Set(jams.map(\.role)) == ["master", "follower"]
-            #expect(agreed, "round \(round): \(jams.map { "\($0.role): \($0.master ?? "none")" })\n\(jamLines([a, b]))")
+            let jams = try daemons.map { try #require(daemonStatus($0.pid)?.jam, "round \(round)") }
+            let agreed = jams[0].master != nil && Set(jams.map(\.master)).count == 1
+                && jams.filter { $0.role == "master" }.count == 1 && jams.filter { $0.role == "follower" }.count == count - 1
+            #expect(agreed, "round \(round): \(jams.map { "\($0.role): \($0.master ?? "none")" })\n\(jamLines(daemons))")
             healed = jams.map(\.healed).reduce(0, +)
-            let leader = jams[0].role == "master" ? a : b
+            let leader = daemons[jams.firstIndex { $0.role == "master" } ?? 0]
             let stopped = try jambridge(["stop", "--pid", "\(leader.pid)"])
             #expect(stopped.status == 0, "round \(round): \(stopped.out)")
-            #expect(waitUntil(seconds: 5) { [a, b].allSatisfy { (try? daemonStatus($0.pid))??.jam?.role == "idle" } }, "round \(round)")
+            #expect(waitUntil(seconds: 5) { daemons.allSatisfy { (try? daemonStatus($0.pid))??.jam?.role == "idle" } }, "round \(round)")
         }
-        a.interrupt()
-        b.interrupt()
-        for (name, daemon) in [("jam-a", a), ("jam-b", b)] {
+        daemons.forEach { $0.interrupt() }
+        for (name, daemon) in zip(names, daemons) {
             let transport = recordedTransport(daemon)
             // Each song: its Start, and a healed loser's reposition; a Song Position alone may come between songs (a
             // journal's repair says where a stopped song is).
@@ -429,28 +440,40 @@ extension JamEndToEndTests {
             #expect(shapes.count == 20 && shapes.allSatisfy { ["Start Stop", "Start Stop Song position Continue Stop"].contains($0) },
                     "\(name): \(shapes)")
         }
-        print("two instances 300-400 ms apart, 20 rounds of starts within 5 ms: one master at the end of every round; \(healed) healed")
+        print("\(count) instances 300-400 ms apart, 20 rounds of starts within 5 ms: one master at the end of every round; \(healed) healed")
     }
 }
 
 /// Two daemons, jam-a and jam-b, in sessions at `ports` on loopback, each recording its clock output (`tape`,
 /// watched through `--monitor`) for `seconds` at most; jam-a invites jam-b at `inviting` (its port, or a relay's).
 func recordingPair(in directory: URL, ports: (UInt16, UInt16), inviting: UInt16, seconds: Int) throws -> (JamBridgeProcess, JamBridgeProcess) {
-    let fileA = directory.appendingPathComponent("a.yaml"), fileB = directory.appendingPathComponent("b.yaml")
-    let invite = ", invite: [{ host: 127.0.0.1, port: \(inviting) }]"
-    for (file, name, port, invite) in [(fileA, "jam-a", ports.0, invite), (fileB, "jam-b", ports.1, "")] {
+    let daemons = try recordingJam(in: directory, [("jam-a", ports.0, [(inviting, "jam-b")]), ("jam-b", ports.1, [])], seconds: seconds)
+    return (daemons[0], daemons[1])
+}
+
+/// Daemons in sessions on loopback, each `name` at `port` recording its clock output (`tape`, watched through
+/// `--monitor`) for `seconds` at most and inviting the sessions at `invites` (a port, or a relay's, and the name
+/// of the session there); started last to first, each returned once it has joined those it invites.
+func recordingJam(in directory: URL, _ members: [(name: String, port: UInt16, invites: [(port: UInt16, name: String)])],
+                  seconds: Int) throws -> [JamBridgeProcess] {
+    var daemons: [JamBridgeProcess] = []
+    for (name, port, invites) in members.reversed() {
+        let file = directory.appendingPathComponent("\(name).yaml")
+        let invite = invites.isEmpty ? "" : ", invite: [\(invites.map { "{ host: 127.0.0.1, port: \($0.port) }" }.joined(separator: ", "))]"
         try """
             session: { name: \(name), port: \(port), bind: 127.0.0.1, advertise: false\(invite) }
             clock: { to: [tape] }
             endpoints:
               tape: { record: \(name).mid }
             """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try JamBridgeProcess(["run", "--monitor", "--stop-after", "\(seconds)", file.path])
+        #expect(daemon.waitForError(containing: "control socket"), "\(daemon.errorSoFar)")
+        for (_, invited) in invites {
+            #expect(daemon.waitForError(containing: "peer '\(invited)' joined"), "\(daemon.errorSoFar)")
+        }
+        daemons.insert(daemon, at: 0)
     }
-    let b = try JamBridgeProcess(["run", "--monitor", "--stop-after", "\(seconds)", fileB.path])
-    let a = try JamBridgeProcess(["run", "--monitor", "--stop-after", "\(seconds)", fileA.path])
-    #expect(a.waitForError(containing: "peer 'jam-b' joined"), "\(a.errorSoFar)")
-    #expect(b.waitForError(containing: "control socket"), "\(b.errorSoFar)")
-    return (a, b)
+    return daemons
 }
 
 /// The transport `daemon`'s recorder got, as its `--monitor` showed it ("Start", "Stop", "Continue", "Song position"),
@@ -469,12 +492,12 @@ func jamLines(_ daemons: [JamBridgeProcess]) -> String {
     }.joined(separator: "\n")
 }
 
-/// Tells the two daemons of `sockets` to start within 5 ms of each other, the second one later in odd rounds.
+/// Tells the daemons of `sockets` to start within 5 ms of each other, the first told at once taking turns by round.
 func startAtOnce(_ sockets: [String], round: Int) {
     var rng = SystemRandomNumberGenerator()
-    let later = round % 2, gap = Double.random(in: 0...0.005, using: &rng)
-    DispatchQueue.concurrentPerform(iterations: 2) { index in
-        if index == later { Thread.sleep(forTimeInterval: gap) }
+    let gaps = sockets.indices.map { $0 == round % sockets.count ? 0 : Double.random(in: 0...0.005, using: &rng) }
+    DispatchQueue.concurrentPerform(iterations: sockets.count) { index in
+        Thread.sleep(forTimeInterval: gaps[index])
         _ = try? ControlClient.send(.command(.jam(.start)), to: sockets[index])
     }
 }
