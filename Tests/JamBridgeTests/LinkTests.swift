@@ -307,6 +307,57 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         print("Link tempo series and jumps: one Start, \(positions.count) repositions, \(ticks.count) packets with ticks, at most \(most) ticks in one, the longest gap \(((gaps.max() ?? 0) * 10).rounded() / 10) ms")
     }
 
+    /// Issue 43: Link's tempos go to 999 BPM, the jam's to 300. While the jam plays with aalink, aalink goes to 600
+    /// BPM: the jam's clock keeps its own tempo (120) and beats, with no Stop, and says so once; aalink back at 140,
+    /// the song follows Link's tempo and beats again, with at most one reposition (the session's phase moved at 600)
+    /// and never a second Start.
+    @Test func aLinkTempoAboveTheJamsRangeLeavesTheSongAtItsOwnUntilItComesBack() throws {
+        let (peer, daemon, listener, end) = try aalinkAndListener(bpm: 120)
+        defer { end() }
+        #expect(try jambridge(["start", "--pid", "\(daemon.pid)"]).status == 0)
+        #expect(waitUntil(seconds: 5) { listener.packets.contains { $0.events.contains("start") } }, "\(daemon.errorSoFar)")
+        Thread.sleep(forTimeInterval: 2)
+        _ = try peer.ask("tempo 600")
+        let above = monotonicNow()
+        Thread.sleep(forTimeInterval: 3)
+        let jamAbove = try daemonStatus(daemon.pid)?.jam
+        _ = try peer.ask("tempo 140")
+        let back = monotonicNow()
+        Thread.sleep(forTimeInterval: 4)
+        let packets = listener.packets
+        let transport = packets.flatMap { $0.events.filter { $0 != "tick" } }.filter { ["start", "stop", "continue"].contains($0) || $0.hasPrefix("spp:") }
+        #expect(transport.first == "start" && transport.filter { $0 == "start" }.count == 1, "\(transport)")
+        #expect(transport.count == 1 || (transport.count == 4 && transport[1] == "stop" && transport[3] == "continue"), "\(transport)")
+        #expect(jamAbove?.tempo == 120 && jamAbove?.link.map { abs($0.tempo - 600) < 0.01 } == true, "\(String(describing: jamAbove))")
+        // Ticks at 600: the jam's own 120 BPM (20.8 ms apart), none missing, none at once.
+        let whileAbove = packets.filter { $0.events.contains("tick") }.map { monotonic(fromRealtime: $0.arrival) }
+            .filter { $0 > above + 0.3 && $0 < back }
+        let gaps = zip(whileAbove, whileAbove.dropFirst()).map { ($1 - $0) * 1000 }.sorted()
+        #expect(whileAbove.count > 100 && abs(gaps[gaps.count / 2] - 60_000 / 120.0 / 24) < 1, "\(whileAbove.count) ticks, median gap \(gaps.isEmpty ? 0 : gaps[gaps.count / 2]) ms")
+        // Back at 140: the song on Link's beats again (each tick's index counted from the last Song Position).
+        var next: Int?, position = 0
+        var heard: [(index: Int, arrival: Double)] = []
+        for packet in packets {
+            for event in packet.events {
+                if event.hasPrefix("spp:") { position = (Int(event.dropFirst(4)) ?? 0) * 6 }
+                if event == "start" { next = 0 }
+                if event == "continue" { next = position }
+                if event == "stop" { next = nil }
+                if event == "tick", let index = next {
+                    heard.append((index, monotonic(fromRealtime: packet.arrival)))
+                    next = index + 1
+                }
+            }
+        }
+        heard = heard.filter { $0.arrival > back + 1 }
+        let (beats, tempo) = try peer.beats(at: heard.map(\.arrival))
+        let phase = offsets(zip(heard.map(\.index), beats).map { ($0, $1) }, tempo: tempo)
+        #expect(abs(tempo - 140) < 0.01 && phase.count > 100 && keepsPhase(phase), "\(phase.count) ticks at 140: \(phase.prefix(24).map { ($0 * 100).rounded() / 100 })")
+        let warnings = daemon.errorSoFar.components(separatedBy: "outside the jam's 20-300").count - 1
+        #expect(warnings == 1, "\(daemon.errorSoFar)")
+        print("Link above the jam's range: at 600 BPM \(whileAbove.count) ticks at the jam's own 120 (median gap \(((gaps[gaps.count / 2]) * 100).rounded() / 100) ms); back at 140, \(phase.count) ticks on Link's beats; transport \(transport)")
+    }
+
     /// jambridge leads a jam: aalink sees the session playing at the jam's tempo, its bars on the jam's downbeats, and
     /// stopping with the jam.
     @Test func aalinkPlaysTheJamJambridgeLeads() throws {
