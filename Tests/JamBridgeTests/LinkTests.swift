@@ -358,6 +358,48 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         print("Link above the jam's range: at 600 BPM \(whileAbove.count) ticks at the jam's own 120 (median gap \(((gaps[gaps.count / 2]) * 100).rounded() / 100) ms); back at 140, \(phase.count) ticks on Link's beats; transport \(transport)")
     }
 
+    /// Issue 43: a forged peer of the jam's own Link session (Tests/Peers/link_forger.py hostile: Link adopts a timeline
+    /// with a larger beat origin from a peer of its session at once) sends a huge beat, a tempo of 0 and a negative one
+    /// (Link clamps them to 999 and 20), a huge time origin, then starts and stops every 5 ms for 2 s, while the jam
+    /// plays. The daemon lives through it with its log bounded, and then `jambridge stop` and `jambridge start` start
+    /// the jam again at once: a Start and ticks to the session at a tempo in the jam's range. (Before issue 43 the jam
+    /// stayed master at song beat -998,767, sent no tick, and refused peers' starts until a restart.)
+    @Test func aHostileLinkSeriesLeavesTheJamAbleToStartAgainAtOnce() throws {
+        let lab = try LinkNamespace()
+        defer { lab.remove() }
+        let port = freshSessionPort()
+        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory()))
+        defer { daemon.interrupt() }
+        let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
+        defer { listener.kill() }
+        try #require(listener.waitForLine(containing: "joined 0"))
+        #expect(try jambridge(["start", "--pid", "\(daemon.pid)"]).status == 0)
+        #expect(waitUntil(seconds: 5) { listener.packets.contains { $0.events.contains("start") } }, "\(daemon.errorSoFar)")
+        let forger = try LineReadingProcess(ipCommand, lab.inside(peersPython.path, [
+            repositoryRoot.appendingPathComponent("Tests/Peers/link_forger.py").path, "hostile"]))
+        #expect(forger.waitForLine(containing: "\"done\"", seconds: 20), "\(forger.lines)")
+        let during = try #require(try daemonStatus(daemon.pid)?.jam, "the daemon answers after the series")
+        // The series reached the jam: Link took the forged timelines and starts and stops as its session's.
+        let log = daemon.errorSoFar
+        #expect(log.contains("tempo is 999.0 BPM, outside the jam's 20-300") && log.contains("tempo is 20.0 BPM")
+                && log.contains("refused: more than 4 starts, stops and tempos a second from the Link session"), "\(log)")
+        let lines = daemon.errorSoFar.split(separator: "\n").filter { $0.contains("jam") }
+        #expect(lines.count < 80, "\(lines.count) lines about the jam: \(lines.suffix(20))")
+        _ = try jambridge(["stop", "--pid", "\(daemon.pid)"])
+        #expect(waitUntil(seconds: 5) { (try? daemonStatus(daemon.pid))??.jam?.role == "idle" }, "\(daemon.errorSoFar.suffix(2000))")
+        let from = listener.packets.count
+        let started = try jambridge(["start", "--pid", "\(daemon.pid)"])
+        #expect(started.status == 0, "\(started)")
+        let restarted = waitUntil(seconds: 6) {
+            let after = listener.packets.dropFirst(from)
+            return after.contains { $0.events.contains("start") } && after.filter { $0.events.contains("tick") }.count >= 48
+        }
+        let jam = try daemonStatus(daemon.pid)?.jam
+        #expect(restarted, "no Start and ticks after the series: \(String(describing: jam))\n\(daemon.errorSoFar.suffix(3000))")
+        #expect(jam?.role == "master" && jam.flatMap(\.tempo).map { (20...300).contains($0) } == true, "\(String(describing: jam))")
+        print("hostile Link series (\(forger.lines.last ?? "")): the jam was \(during.role) at \(during.tempo.map { "\($0)" } ?? "no") BPM after it, \(lines.count) lines about the jam; started again at once: \(restarted), \(jam?.tempo.map { "\($0)" } ?? "no") BPM")
+    }
+
     /// jambridge leads a jam: aalink sees the session playing at the jam's tempo, its bars on the jam's downbeats, and
     /// stopping with the jam.
     @Test func aalinkPlaysTheJamJambridgeLeads() throws {

