@@ -264,7 +264,9 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
     /// a second after `jambridge start` (the song waiting 8 s for its bar line); then moves the session's beat 7.5
     /// beats on, and 7.5 back. The session's clock (the jam leads) gets one Start, with the first tick; each jump is
     /// one reposition (Stop, Song Position, Continue); never more than a tick at once, nor a gap of more than a
-    /// sixteenth. (It stalled 14 s and then sent 678 ticks at once; a jump sent 180 at once, or left 3.75 s without.)
+    /// sixteenth; the drums (to the session) play from the Start on, none before it (within a packet's few ms at
+    /// the Start's instant). (It stalled 14 s and then sent
+    /// 678 ticks at once, the drums playing 0.3 s before the Start; a jump sent 180 at once, or left 3.75 s without.)
     @Test func linkTempoChangesAndPhaseJumpsMoveTheSongWithoutABurstOrAGap() throws {
         let lab = try LinkNamespace()
         defer { lab.remove() }
@@ -272,7 +274,11 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
         defer { peer.quit() }
         _ = try peer.ask("quantum 16")
         let port = freshSessionPort()
-        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory(), link: "{ quantum: 16 }"))
+        let daemon = try daemon(in: lab, routeFile(port: port, in: temporaryDirectory(), link: "{ quantum: 16 }", more: """
+            drums: { style: rock, level: 1, seed: 3 }
+            routes:
+              - { from: drums, to: session }
+            """))
         defer { daemon.interrupt() }
         #expect(daemon.waitForError(containing: "the Link session has 1 other peer"), "\(daemon.errorSoFar)")
         let listener = try RTPListener(seconds: 60, ports: [port], namespace: lab.name)
@@ -298,6 +304,11 @@ private func monotonic(fromRealtime realtime: Double) -> Double {
                 "\(transport)")
         let first = try #require(packets.first { $0.events.contains("start") })
         #expect(first.events.contains("tick"), "the first tick with the Start: \(first.events)")
+        let notes = listener.packets.filter { $0.events.contains("on") }
+        // The downbeat's notes and the Start are due at one instant and leave in packets of their own: the notes may
+        // come a few milliseconds ahead of the Start's packet (1-2 ms seen), never a beat's worth.
+        #expect(notes.count > 20 && notes.allSatisfy { $0.arrival > first.arrival - 0.005 },
+                "\(notes.count) drum notes, \(notes.filter { $0.arrival < first.arrival }.map { (($0.arrival - first.arrival) * 1000).rounded() }) ms before the Start")
         let ticks = packets.drop { !$0.events.contains("start") }.filter { $0.events.contains("tick") }
         let most = ticks.map { $0.events.filter { $0 == "tick" }.count }.max() ?? 0
         let gaps = zip(ticks, ticks.dropFirst()).map { ($1.arrival - $0.arrival) * 1000 }

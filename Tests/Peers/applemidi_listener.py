@@ -56,6 +56,9 @@ def events(section, zero_delta_first):
         elif 0xB0 <= status < 0xC0:
             found.append("cc:%d:%d" % (section[i], section[i + 1]))
             i += 2
+        elif 0x90 <= status < 0xA0 and section[i + 1] > 0:
+            found.append("on")
+            i += 2
         elif 0x80 <= status < 0xF0:
             found.append("other")
             i += 1 if status & 0xF0 in (0xC0, 0xD0) else 2
