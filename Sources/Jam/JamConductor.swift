@@ -633,17 +633,15 @@ public struct JamConductor: Sendable {
     /// on the winner's next sixteenth (its count, through the journal). Returns true if `source` leads now.
     private mutating func heardRival(_ source: ClockSource, roundTrip: UInt64?, now: MonotonicInstant,
                                      emit: (JamOutput) -> Void) -> Bool {
-        let heard = rivalClocks[source].flatMap { now.nanoseconds(since: $0.last) <= Double(ClockFollower.silenceLimit) ? $0.ticks : nil }
-        let ticks = (heard ?? 0) + 1
+        let lately = { (clock: (ticks: Int, last: MonotonicInstant)) in now.nanoseconds(since: clock.last) <= Double(ClockFollower.silenceLimit) }
+        let ticks = (rivalClocks[source].flatMap { lately($0) ? $0.ticks : nil } ?? 0) + 1
         if rivalClocks[source] == nil, rivalClocks.count >= Self.transportSources {
-            rivalClocks = rivalClocks.filter { now.nanoseconds(since: $0.value.last) <= Double(ClockFollower.silenceLimit) }
+            rivalClocks = rivalClocks.filter { lately($0.value) }
         }
         guard rivalClocks[source] != nil || rivalClocks.count < Self.transportSources else { return false }
         rivalClocks[source] = (ticks, now)
         guard ticks >= Self.runningClockTicks else { return false }
-        let running = rivalClocks.filter {
-            $0.value.ticks >= Self.runningClockTicks / 2 && now.nanoseconds(since: $0.value.last) <= Double(ClockFollower.silenceLimit)
-        }
+        let running = rivalClocks.filter { $0.value.ticks >= Self.runningClockTicks / 2 && lately($0.value) }
         for rival in running.keys { rivalClocks[rival] = nil }
         let window = (roundTrip ?? Self.unknownTrip) + Self.backdatingMargin + ClockElection.simultaneity
         guard let change = election.rivalsRun(Array(running.keys), window: window, now: now) else { return false }
